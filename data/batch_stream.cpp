@@ -1,0 +1,101 @@
+#include "data/batch_stream.h"
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+namespace rudra::data {
+
+int64_t ShuffledOrder::at(uint64_t position) {
+    const int64_t e = static_cast<int64_t>(position / n_);
+    if (e != epoch_) {
+        perm_.resize(n_);
+        std::iota(perm_.begin(), perm_.end(), 0);
+        std::mt19937_64 rng(seed_ * 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(e));
+        std::shuffle(perm_.begin(), perm_.end(), rng);
+        epoch_ = e;
+    }
+    return perm_[position % n_];
+}
+
+Prefetcher::Prefetcher(const Dataset& d, const Transform& t, int batch, uint64_t seed, uint64_t start)
+    : d_(d),
+      t_(t),
+      batch_(batch),
+      seed_(seed),
+      sample_floats_(static_cast<int64_t>(d.channels) * t.out_h(d) * t.out_w(d)),
+      order_(d.size(), seed),
+      next_position_(start) {
+    if (d.size() == 0) throw DataError(d.source + ": the data set is empty");
+    for (auto& s : slots_) {
+        s.data.resize(static_cast<size_t>(batch) * sample_floats_);
+        s.labels.resize(batch);
+    }
+    worker_ = std::thread([this] { run(); });
+}
+
+Prefetcher::~Prefetcher() {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        stop_ = true;
+    }
+    cv_.notify_all();
+    worker_.join();
+}
+
+void Prefetcher::fill(Batch& b, uint64_t position) {
+    b.first_position = position;
+    for (int i = 0; i < batch_; ++i) {
+        const uint64_t p = position + i;
+        const int64_t idx = order_.at(p);
+        transform_sample(d_, idx, t_, /*train=*/true, seed_ ^ (p * 0xd1b54a32d192ed03ull),
+                         b.data.data() + static_cast<int64_t>(i) * sample_floats_);
+        b.labels[i] = d_.labels[idx];
+    }
+}
+
+void Prefetcher::run() {
+    for (;;) {
+        int slot;
+        uint64_t position;
+        {
+            std::unique_lock<std::mutex> lock(mu_);
+            // The next slot in the ring is free when it is neither full (ready_ == 2 means both
+            // are) nor held by the consumer.
+            cv_.wait(lock, [&] { return stop_ || (ready_ < 2 && producer_ != consumer_); });
+            if (stop_) return;
+            slot = producer_;
+            position = next_position_;
+            next_position_ += batch_;
+        }
+        try {
+            fill(slots_[slot], position);
+        } catch (...) {
+            std::lock_guard<std::mutex> lock(mu_);
+            error_ = std::current_exception();
+            cv_.notify_all();
+            return;
+        }
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            ++ready_;
+            producer_ = (producer_ + 1) % 2;
+        }
+        cv_.notify_all();
+    }
+}
+
+const Batch& Prefetcher::next() {
+    std::unique_lock<std::mutex> lock(mu_);
+    consumer_ = -1;  // hand the previous slot back
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return ready_ > 0 || error_; });
+    if (error_) std::rethrow_exception(error_);
+    const int slot = (producer_ + 2 - ready_) % 2;
+    --ready_;
+    consumer_ = slot;
+    cv_.notify_all();
+    return slots_[slot];
+}
+
+}  // namespace rudra::data

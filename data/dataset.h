@@ -1,0 +1,44 @@
+// An image classification data set held in memory as bytes: pixels [N, C, H, W] and labels [N].
+#pragma once
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace rudra::data {
+
+// A problem with a data file; the message names the file and what is wrong.
+class DataError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+struct Dataset {
+    std::string source;  // file(s) it came from, for messages
+    int channels = 0, height = 0, width = 0;
+    int num_classes = 0;
+    std::vector<uint8_t> pixels;
+    std::vector<uint8_t> labels;
+
+    int64_t size() const { return static_cast<int64_t>(labels.size()); }
+    int64_t sample_bytes() const { return static_cast<int64_t>(channels) * height * width; }
+    const uint8_t* sample(int64_t i) const { return pixels.data() + i * sample_bytes(); }
+    // Keeps the first n samples (tests and quick runs).
+    void truncate(int64_t n);
+};
+
+// IDX (MNIST, Fashion-MNIST): an idx3 image file and an idx1 label file, gzip or plain.
+Dataset read_idx(const std::string& images_path, const std::string& labels_path);
+// CIFAR-10 binary batches: records of 1 label byte + 3072 pixel bytes (3 x 32 x 32).
+Dataset read_cifar10(const std::vector<std::string>& batch_files);
+
+struct TrainTest {
+    Dataset train, test;
+    std::string format;  // "idx" or "cifar10"
+};
+
+// Finds the data set in `dir`: IDX files (train-images-idx3-ubyte[.gz], ...) or CIFAR-10
+// (data_batch_N.bin, test_batch.bin). format: "auto", "idx" or "cifar10".
+TrainTest load_train_test(const std::string& dir, const std::string& format = "auto");
+
+}  // namespace rudra::data

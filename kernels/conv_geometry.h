@@ -1,0 +1,31 @@
+// Shape of one 2-D convolution over a single image (one group's worth of channels is chosen by
+// the caller through pointer offsets).
+#pragma once
+
+namespace rudra::kernels {
+
+struct ConvGeometry {
+    int channels = 0, height = 0, width = 0;  // input plane set
+    int kernel_h = 1, kernel_w = 1;
+    int pad_h = 0, pad_w = 0;
+    int stride_h = 1, stride_w = 1;
+    int dilation_h = 1, dilation_w = 1;
+
+    int out_h() const { return (height + 2 * pad_h - (dilation_h * (kernel_h - 1) + 1)) / stride_h + 1; }
+    int out_w() const { return (width + 2 * pad_w - (dilation_w * (kernel_w - 1) + 1)) / stride_w + 1; }
+    // Rows of the im2col matrix: one per (channel, kernel tap).
+    int col_rows() const { return channels * kernel_h * kernel_w; }
+    int col_cols() const { return out_h() * out_w(); }
+    // A 1x1 stride-1 unpadded convolution reads the image as its own im2col matrix.
+    bool is_pointwise() const {
+        return kernel_h == 1 && kernel_w == 1 && pad_h == 0 && pad_w == 0 && stride_h == 1 &&
+               stride_w == 1;
+    }
+};
+
+// img is [channels, height, width]; col is [col_rows, col_cols] (Caffe's layout).
+void im2col(const float* img, const ConvGeometry& g, float* col);
+// Inverse scatter: img = sum of col entries landing on each pixel (img is overwritten).
+void col2im(const float* col, const ConvGeometry& g, float* img);
+
+}  // namespace rudra::kernels

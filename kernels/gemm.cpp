@@ -1,0 +1,54 @@
+#include "kernels/gemm.h"
+
+#include <omp.h>
+
+#ifdef RUDRA_HAVE_BLIS
+#include <blis.h>
+#endif
+
+namespace rudra::kernels {
+
+void sgemm_reference(Trans ta, Trans tb, int m, int n, int k, float alpha, const float* a,
+                     int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+    for (int i = 0; i < m; ++i) {
+        for (int j = 0; j < n; ++j) {
+            double sum = 0.0;
+            for (int p = 0; p < k; ++p) {
+                float av = ta == Trans::No ? a[i * lda + p] : a[p * lda + i];
+                float bv = tb == Trans::No ? b[p * ldb + j] : b[j * ldb + p];
+                sum += static_cast<double>(av) * bv;
+            }
+            float prior = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+            c[i * ldc + j] = static_cast<float>(alpha * sum) + prior;
+        }
+    }
+}
+
+#ifdef RUDRA_HAVE_BLIS
+
+void sgemm(Trans ta, Trans tb, int m, int n, int k, float alpha, const float* a, int lda,
+           const float* b, int ldb, float beta, float* c, int ldc, int threads) {
+    if (m <= 0 || n <= 0) return;
+    rntm_t rntm = BLIS_RNTM_INITIALIZER;
+    bli_rntm_set_num_threads(threads > 0 ? threads : omp_get_max_threads(), &rntm);
+    float al = alpha, be = beta;
+    bli_sgemm_ex(ta == Trans::Yes ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE,
+                 tb == Trans::Yes ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, m, n, k, &al,
+                 const_cast<float*>(a), lda, 1, const_cast<float*>(b), ldb, 1, &be, c, ldc, 1,
+                 nullptr, &rntm);
+}
+
+const char* gemm_backend_name() { return "blis"; }
+
+#else
+
+void sgemm(Trans ta, Trans tb, int m, int n, int k, float alpha, const float* a, int lda,
+           const float* b, int ldb, float beta, float* c, int ldc, int /*threads*/) {
+    sgemm_reference(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+const char* gemm_backend_name() { return "reference"; }
+
+#endif
+
+}  // namespace rudra::kernels

@@ -1,0 +1,22 @@
+// Single-precision GEMM entry point used by every layer.
+// Row-major: C[m,n] = alpha * op(A)[m,k] * op(B)[k,n] + beta * C, lda/ldb/ldc are row strides
+// of the matrices as stored (A is k x m when transposed).
+#pragma once
+
+namespace rudra::kernels {
+
+enum class Trans { No, Yes };
+
+// threads: how many threads this one call may use. Layers that already run one GEMM per
+// OpenMP thread pass 1; a lone large GEMM passes 0 (= all OpenMP threads).
+void sgemm(Trans ta, Trans tb, int m, int n, int k, float alpha, const float* a, int lda,
+           const float* b, int ldb, float beta, float* c, int ldc, int threads = 1);
+
+// Triple loop, the reference every optimised path is tested against.
+void sgemm_reference(Trans ta, Trans tb, int m, int n, int k, float alpha, const float* a,
+                     int lda, const float* b, int ldb, float beta, float* c, int ldc);
+
+// Which library serves sgemm(): "blis" or "reference".
+const char* gemm_backend_name();
+
+}  // namespace rudra::kernels

@@ -1,0 +1,67 @@
+#include "kernels/gemm.h"
+#include "nn/layers/layer_args.h"
+
+namespace rudra::nn {
+namespace {
+
+using kernels::sgemm;
+using kernels::Trans;
+
+// y[N, O] = x[N, K] * W[O, K]^T + b. The bottom is flattened from axis 1.
+class InnerProductLayer final : public Layer {
+public:
+    explicit InnerProductLayer(LayerArgs& a) : Layer(a.name, a.phase) {
+        ParamBlock p(a, "inner_product_param");
+        if (!p->has("num_output")) p->fail("missing 'num_output'");
+        out_ = static_cast<int>(p->integer("num_output", 1, 1, 1 << 24));
+        bias_term_ = p->boolean("bias_term", true);
+        if (p->integer("axis", 1, 1, 1) != 1) p->fail("only axis 1 is supported");
+        if (p->boolean("transpose", false)) p->fail("transpose: true is not supported");
+        weight_filler_ = read_filler(p->message("weight_filler"), p->file(), name_ + " weight_filler");
+        bias_filler_ = read_filler(p->message("bias_filler"), p->file(), name_ + " bias_filler");
+        p->finish();
+    }
+    const char* type() const override { return "InnerProduct"; }
+    std::vector<Shape> setup(const std::vector<Shape>& b) override {
+        if (b.size() != 1 || b[0].rank() < 1) fail("needs one bottom");
+        num_ = b[0][0];
+        in_ = static_cast<int>(b[0].count_from(1));
+        param_decls_.push_back({Shape{out_, in_}, weight_filler_});
+        if (bias_term_) param_decls_.push_back({Shape{out_}, bias_filler_});
+        return {Shape{num_, out_}};
+    }
+    void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top) override {
+        float* y = top[0]->data;
+        sgemm(Trans::No, Trans::Yes, num_, out_, in_, 1.0f, bottom[0]->data, in_, param_views_[0].data, in_,
+              0.0f, y, out_, 0);
+        if (!bias_term_) return;
+        const float* b = param_views_[1].data;
+        for (int n = 0; n < num_; ++n)
+            for (int o = 0; o < out_; ++o) y[n * out_ + o] += b[o];
+    }
+    void backward(const std::vector<Blob*>& top, const std::vector<bool>& down,
+                  const std::vector<Blob*>& bottom) override {
+        const float* dy = top[0]->diff;
+        sgemm(Trans::Yes, Trans::No, out_, in_, num_, 1.0f, dy, out_, bottom[0]->data, in_, 1.0f,
+              param_views_[0].diff, in_, 0);
+        if (bias_term_) {
+            float* db = param_views_[1].diff;
+            for (int n = 0; n < num_; ++n)
+                for (int o = 0; o < out_; ++o) db[o] += dy[n * out_ + o];
+        }
+        if (down[0])
+            sgemm(Trans::No, Trans::No, num_, in_, out_, 1.0f, dy, out_, param_views_[0].data, in_, 0.0f,
+                  bottom[0]->diff, in_, 0);
+    }
+
+private:
+    int out_ = 0, in_ = 0, num_ = 0;
+    bool bias_term_ = true;
+    FillerSpec weight_filler_, bias_filler_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_inner_product_layer(LayerArgs& a) { return std::make_unique<InnerProductLayer>(a); }
+
+}  // namespace rudra::nn

@@ -1,0 +1,76 @@
+// A net built for one phase and one mini-batch size: layers in file order, blobs and scratch in
+// arenas allocated once here, parameters in a ParamStore that a second net (the test net) can
+// share. forward()/backward() allocate nothing.
+#pragma once
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/aligned_buffer.h"
+#include "nn/layer.h"
+#include "nn/net_spec.h"
+#include "nn/param_store.h"
+
+namespace rudra::nn {
+
+struct NetOptions {
+    Phase phase = Phase::Train;
+    int batch = 0;                       // 0: the Data/Input layer's own batch size
+    std::array<int, 3> data_chw{0, 0, 0};  // shape of one sample for a Data layer
+    uint64_t seed = 1;                   // for layers with randomness (dropout)
+};
+
+class Net {
+public:
+    // With `shared`, parameters are bound to it by (layer name, index) instead of being owned.
+    Net(const NetSpec& spec, const NetOptions& options, ParamStore* shared = nullptr);
+
+    float forward();  // returns the weighted sum of the losses
+    void backward();  // accumulates into params().grads()
+    void forward_layer(size_t i);
+    void backward_layer(size_t i);
+
+    size_t num_layers() const { return layers_.size(); }
+    const Layer& layer(size_t i) const { return *layers_[i].layer; }
+    bool layer_needs_backward(size_t i) const { return layers_[i].needs_backward; }
+
+    Blob* find_blob(const std::string& name);
+    Blob& blob(const std::string& name);   // throws when missing
+    Blob& input_data() { return blobs_[input_data_]; }
+    Blob* input_label() { return input_label_ < 0 ? nullptr : &blobs_[input_label_]; }
+    // The Data layer's transform in this phase, or null for an Input net.
+    const TransformSpec* transform() const { return has_transform_ ? &transform_ : nullptr; }
+    int batch() const { return batch_; }
+    // The scores the first loss layer reads (for evaluation), or "" when the net has no loss.
+    std::string scores_blob() const { return scores_blob_; }
+
+    ParamStore& params() { return *params_; }
+    const ParamStore& params() const { return *params_; }
+
+private:
+    struct LayerEntry {
+        std::unique_ptr<Layer> layer;
+        std::vector<int> bottoms, tops;
+        std::vector<Blob*> bottom_ptrs, top_ptrs;  // fixed once the arenas exist
+        std::vector<bool> propagate_down;
+        float loss_weight = 0.0f;
+        bool needs_backward = false;
+        size_t scratch_offset = 0;
+    };
+
+    int add_blob(const std::string& name, const Shape& shape, const std::string& where);
+
+    std::vector<LayerEntry> layers_;
+    std::vector<Blob> blobs_;
+    std::vector<bool> blob_needs_backward_;
+    std::unique_ptr<ParamStore> own_params_;
+    ParamStore* params_ = nullptr;
+    kernels::AlignedBuffer data_arena_, diff_arena_, scratch_arena_;
+    TransformSpec transform_;
+    bool has_transform_ = false;
+    int input_data_ = -1, input_label_ = -1, batch_ = 0;
+    std::string scores_blob_;
+};
+
+}  // namespace rudra::nn

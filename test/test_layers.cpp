@@ -1,0 +1,281 @@
+// Layers: finite-difference gradient checks over several shapes, the GEMM convolution against the
+// direct reference, pooling sizes against Caffe's rule, and forward values of the simple layers.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "kernels/conv_reference.h"
+#include "kernels/pooling.h"
+#include "layer_harness.h"
+
+using rudra::nn::Phase;
+using rudra::nn::Shape;
+using rudra::test::LayerHarness;
+
+namespace {
+
+struct ConvCase {
+    int n, c, h, w, o, kh, kw, s, p, g, d;
+};
+
+std::string conv_block(const ConvCase& k) {
+    return "name: 'conv' type: 'Convolution' bottom: 'x' top: 'y' convolution_param { num_output: " +
+           std::to_string(k.o) + " kernel_h: " + std::to_string(k.kh) + " kernel_w: " + std::to_string(k.kw) +
+           " stride: " + std::to_string(k.s) + " pad: " + std::to_string(k.p) + " group: " + std::to_string(k.g) +
+           " dilation: " + std::to_string(k.d) + " }";
+}
+
+rudra::kernels::ConvProblem problem(const ConvCase& k) {
+    rudra::kernels::ConvProblem p;
+    p.num = k.n;
+    p.geom = {k.c, k.h, k.w, k.kh, k.kw, k.p, k.p, k.s, k.s, k.d, k.d};
+    p.out_channels = k.o;
+    p.groups = k.g;
+    return p;
+}
+
+void require_close(const float* a, const std::vector<float>& b, float tol) {
+    for (size_t i = 0; i < b.size(); ++i) {
+        INFO("index " << i << ": " << a[i] << " vs " << b[i]);
+        REQUIRE(std::fabs(a[i] - b[i]) <= tol * std::max(1.0f, std::fabs(b[i])));
+    }
+}
+
+const ConvCase kConvCases[] = {
+    {2, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1},    {1, 4, 7, 9, 6, 3, 3, 2, 0, 2, 1},    {3, 2, 5, 5, 4, 1, 1, 1, 0, 1, 1},
+    {2, 6, 11, 10, 6, 5, 5, 2, 2, 3, 1},  {1, 3, 9, 9, 2, 3, 3, 1, 2, 1, 2},    {2, 2, 6, 8, 3, 2, 3, 1, 1, 1, 1},
+    {4, 3, 32, 32, 32, 5, 5, 1, 2, 1, 1}, {1, 1, 1, 1, 3, 1, 1, 1, 0, 1, 1},    {3, 4, 6, 6, 8, 1, 1, 2, 0, 4, 1},
+    {5, 32, 7, 7, 64, 5, 5, 1, 2, 1, 1},
+};
+
+}  // namespace
+
+TEST_CASE("convolution: im2col + GEMM matches the direct reference, forward and both backward passes") {
+    std::mt19937 rng(3);
+    for (const ConvCase& k : kConvCases) {
+        CAPTURE(conv_block(k));
+        LayerHarness h(conv_block(k), {Shape{k.n, k.c, k.h, k.w}});
+        h.randomize(rng);
+        h.forward();
+        auto p = problem(k);
+        std::vector<float> ref(h.top(0).count());
+        rudra::kernels::conv_forward_reference(p, h.bottom(0).data, h.param(0).data(), h.param(1).data(), ref.data());
+        require_close(h.top(0).data, ref, 1e-4f);
+
+        std::uniform_real_distribution<float> u(-1, 1);
+        for (int64_t i = 0; i < h.top(0).count(); ++i) h.top(0).diff[i] = u(rng);
+        h.backward({true});
+        std::vector<float> dx(h.bottom(0).count()), dw(h.param(0).size(), 0.0f), db(h.param(1).size(), 0.0f);
+        rudra::kernels::conv_backward_data_reference(p, h.top(0).diff, h.param(0).data(), dx.data());
+        rudra::kernels::conv_backward_weights_reference(p, h.bottom(0).data, h.top(0).diff, dw.data(), db.data());
+        require_close(h.bottom(0).diff, dx, 1e-4f);
+        require_close(h.param_diff(0).data(), dw, 1e-4f);
+        require_close(h.param_diff(1).data(), db, 1e-4f);
+    }
+}
+
+TEST_CASE("convolution: weight gradients accumulate across backward calls") {
+    std::mt19937 rng(4);
+    LayerHarness h(conv_block({2, 3, 6, 6, 4, 3, 3, 1, 1, 1, 1}), {Shape{2, 3, 6, 6}});
+    h.randomize(rng);
+    h.forward();
+    for (int64_t i = 0; i < h.top(0).count(); ++i) h.top(0).diff[i] = 1.0f;
+    h.backward({false});
+    std::vector<float> once = h.param_diff(0);
+    h.backward({false});
+    for (size_t i = 0; i < once.size(); ++i) CHECK(h.param_diff(0)[i] == doctest::Approx(2 * once[i]).epsilon(1e-5));
+}
+
+TEST_CASE("convolution: finite-difference gradients") {
+    std::mt19937 rng(5);
+    for (const ConvCase& k : {ConvCase{2, 3, 5, 5, 4, 3, 3, 1, 1, 1, 1}, ConvCase{1, 4, 7, 6, 4, 3, 3, 2, 1, 2, 1},
+                              ConvCase{2, 2, 4, 4, 3, 1, 1, 1, 0, 1, 1}, ConvCase{1, 2, 7, 7, 2, 3, 2, 2, 2, 1, 1}}) {
+        CAPTURE(conv_block(k));
+        LayerHarness h(conv_block(k), {Shape{k.n, k.c, k.h, k.w}});
+        h.randomize(rng);
+        h.check_gradients({true}, rng);
+    }
+}
+
+TEST_CASE("pooling: output size follows Caffe's rounding-up rule") {
+    // Caffe: ceil((in + 2p - k) / s) + 1, minus one when the last window starts in the padding.
+    for (int in = 1; in <= 40; ++in)
+        for (int k = 1; k <= 5; ++k)
+            for (int s = 1; s <= 3; ++s)
+                for (int p = 0; p < k && p <= 2; ++p) {
+                    if (in + 2 * p < k) continue;
+                    int expect = static_cast<int>(std::ceil(static_cast<float>(in + 2 * p - k) / s)) + 1;
+                    if (p > 0 && (expect - 1) * s >= in + p) --expect;
+                    CHECK(rudra::kernels::caffe_pooled_size(in, k, p, s) == expect);
+                }
+    // The cifar10_full chain: 32 -> 16 -> 8 -> 4, and 28 -> 14 -> 7 -> 3.
+    CHECK(rudra::kernels::caffe_pooled_size(32, 3, 0, 2) == 16);
+    CHECK(rudra::kernels::caffe_pooled_size(16, 3, 0, 2) == 8);
+    CHECK(rudra::kernels::caffe_pooled_size(8, 3, 0, 2) == 4);
+    CHECK(rudra::kernels::caffe_pooled_size(28, 3, 0, 2) == 14);
+    CHECK(rudra::kernels::caffe_pooled_size(14, 3, 0, 2) == 7);
+    CHECK(rudra::kernels::caffe_pooled_size(7, 3, 0, 2) == 3);
+    LayerHarness h("name: 'p' type: 'Pooling' bottom: 'x' top: 'y' pooling_param { pool: AVE kernel_size: 3 stride: 2 }",
+                   {Shape{2, 3, 32, 32}});
+    CHECK(h.top(0).shape == Shape{2, 3, 16, 16});
+}
+
+TEST_CASE("pooling: values at clipped borders") {
+    // 3x3 input 1..9, kernel 2 stride 2: windows {1,2,4,5} {3,6} {7,8} {9}.
+    LayerHarness mx("name: 'p' type: 'Pooling' bottom: 'x' top: 'y' pooling_param { pool: MAX kernel_size: 2 stride: 2 }",
+                    {Shape{1, 1, 3, 3}});
+    LayerHarness av("name: 'p' type: 'Pooling' bottom: 'x' top: 'y' pooling_param { pool: AVE kernel_size: 2 stride: 2 }",
+                    {Shape{1, 1, 3, 3}});
+    for (int i = 0; i < 9; ++i) mx.bottom(0).data[i] = av.bottom(0).data[i] = static_cast<float>(i + 1);
+    mx.forward();
+    av.forward();
+    const float want_max[] = {5, 6, 8, 9};
+    // Caffe divides by the window clipped to the image plus padding (here no padding): 4, 2, 2, 1.
+    const float want_avg[] = {3, 4.5f, 7.5f, 9};
+    for (int i = 0; i < 4; ++i) {
+        CHECK(mx.top(0).data[i] == want_max[i]);
+        CHECK(av.top(0).data[i] == doctest::Approx(want_avg[i]));
+    }
+}
+
+TEST_CASE("pooling: finite-difference gradients (max and average, stride, pad, odd sizes)") {
+    std::mt19937 rng(6);
+    const char* blocks[] = {
+        "pool: MAX kernel_size: 3 stride: 2", "pool: AVE kernel_size: 3 stride: 2",
+        "pool: MAX kernel_size: 3 stride: 2 pad: 1", "pool: AVE kernel_size: 3 stride: 1 pad: 1",
+        "pool: AVE kernel_h: 2 kernel_w: 3 stride_h: 1 stride_w: 2", "pool: MAX global_pooling: true",
+    };
+    for (const char* b : blocks)
+        for (Shape s : {Shape{2, 3, 7, 7}, Shape{1, 2, 6, 9}}) {
+            CAPTURE(b);
+            LayerHarness h(std::string("name: 'p' type: 'Pooling' bottom: 'x' top: 'y' pooling_param { ") + b + " }", {s});
+            // Distinct values spaced wider than the probe step, so no probe changes a maximum.
+            std::vector<float> v(s.count());
+            std::iota(v.begin(), v.end(), 0.0f);
+            std::shuffle(v.begin(), v.end(), rng);
+            for (int64_t i = 0; i < s.count(); ++i) h.bottom(0).data[i] = v[i] * 0.05f;  // spacing > 2 eps
+            h.check_gradients({true}, rng);
+        }
+}
+
+TEST_CASE("relu and leaky relu: values and gradients") {
+    std::mt19937 rng(7);
+    for (const char* p : {"", "relu_param { negative_slope: 0.1 }"}) {
+        LayerHarness h(std::string("name: 'r' type: 'ReLU' bottom: 'x' top: 'y' ") + p, {Shape{2, 3, 4, 5}});
+        h.randomize(rng);
+        for (int64_t i = 0; i < h.bottom(0).count(); ++i) {  // keep away from the kink
+            float& x = h.bottom(0).data[i];
+            x = x >= 0 ? x + 0.05f : x - 0.05f;
+        }
+        h.forward();
+        const float slope = *p ? 0.1f : 0.0f;
+        for (int64_t i = 0; i < h.bottom(0).count(); ++i) {
+            const float x = h.bottom(0).data[i];
+            CHECK(h.top(0).data[i] == (x > 0 ? x : slope * x));
+        }
+        h.check_gradients({true}, rng);
+    }
+}
+
+TEST_CASE("lrn: finite-difference gradients across and within channels") {
+    std::mt19937 rng(8);
+    const char* blocks[] = {
+        "local_size: 3 alpha: 3.0 beta: 0.75 norm_region: WITHIN_CHANNEL",
+        "local_size: 5 alpha: 2.0 beta: 0.75",
+        "local_size: 3 alpha: 1.0 beta: 0.6 k: 2 norm_region: ACROSS_CHANNELS",
+        "local_size: 5 alpha: 5e-05 beta: 0.75 norm_region: WITHIN_CHANNEL",
+    };
+    for (const char* b : blocks)
+        for (Shape s : {Shape{2, 7, 5, 5}, Shape{1, 3, 4, 7}}) {
+            CAPTURE(b);
+            LayerHarness h(std::string("name: 'n' type: 'LRN' bottom: 'x' top: 'y' lrn_param { ") + b + " }", {s});
+            h.randomize(rng);
+            h.check_gradients({true}, rng);
+        }
+}
+
+TEST_CASE("lrn: within-channel value matches Caffe's definition") {
+    // One 1x1x3x3 plane of ones, size 3, alpha 9, beta 1: the centre sees 9 squares, a corner 4.
+    LayerHarness h("name: 'n' type: 'LRN' bottom: 'x' top: 'y' lrn_param { local_size: 3 alpha: 9 beta: 1 norm_region: WITHIN_CHANNEL }",
+                   {Shape{1, 1, 3, 3}});
+    for (int i = 0; i < 9; ++i) h.bottom(0).data[i] = 1.0f;
+    h.forward();
+    CHECK(h.top(0).data[4] == doctest::Approx(1.0 / (1.0 + 9.0 / 9.0 * 9.0)));
+    CHECK(h.top(0).data[0] == doctest::Approx(1.0 / (1.0 + 9.0 / 9.0 * 4.0)));
+}
+
+TEST_CASE("inner product: finite-difference gradients") {
+    std::mt19937 rng(9);
+    for (Shape s : {Shape{3, 4, 2, 2}, Shape{1, 7}, Shape{5, 3, 1, 1}}) {
+        LayerHarness h("name: 'ip' type: 'InnerProduct' bottom: 'x' top: 'y' inner_product_param { num_output: 5 }", {s});
+        h.randomize(rng);
+        h.check_gradients({true}, rng);
+    }
+}
+
+TEST_CASE("dropout: train scales survivors, test is the identity, gradients follow the mask") {
+    std::mt19937 rng(10);
+    LayerHarness tr("name: 'd' type: 'Dropout' bottom: 'x' top: 'y' dropout_param { dropout_ratio: 0.5 }", {Shape{4, 50}});
+    tr.randomize(rng);
+    tr.forward();
+    int zeros = 0;
+    for (int64_t i = 0; i < 200; ++i) {
+        const float x = tr.bottom(0).data[i], y = tr.top(0).data[i];
+        if (y == 0.0f) ++zeros;
+        else CHECK(y == doctest::Approx(2 * x));
+    }
+    CHECK(zeros > 60);
+    CHECK(zeros < 140);
+    tr.check_gradients({true}, rng);
+    LayerHarness te("name: 'd' type: 'Dropout' bottom: 'x' top: 'y'", {Shape{2, 5}}, Phase::Test);
+    te.randomize(rng);
+    te.forward();
+    for (int i = 0; i < 10; ++i) CHECK(te.top(0).data[i] == te.bottom(0).data[i]);
+}
+
+TEST_CASE("softmax and softmax loss: gradients and values") {
+    std::mt19937 rng(11);
+    LayerHarness sm("name: 's' type: 'Softmax' bottom: 'x' top: 'y'", {Shape{3, 5}});
+    sm.randomize(rng, -3, 3);
+    sm.check_gradients({true}, rng);
+    for (int n = 0; n < 3; ++n) {
+        double sum = 0;
+        for (int c = 0; c < 5; ++c) sum += sm.top(0).data[n * 5 + c];
+        CHECK(sum == doctest::Approx(1.0));
+    }
+    for (Shape s : {Shape{4, 6}, Shape{2, 3, 2, 2}}) {
+        LayerHarness h("name: 'l' type: 'SoftmaxWithLoss' bottom: 'x' bottom: 'label' top: 'loss'",
+                       {s, s.rank() == 2 ? Shape{s[0]} : Shape{s[0], 1, s[2], s[3]}});
+        h.randomize(rng, -2, 2);
+        for (int64_t i = 0; i < h.bottom(1).count(); ++i) h.bottom(1).data[i] = static_cast<float>(rng() % s[1]);
+        h.check_gradients({true, false}, rng);
+    }
+    // Uniform scores give loss log(C).
+    LayerHarness u("name: 'l' type: 'SoftmaxWithLoss' bottom: 'x' bottom: 'label' top: 'loss'", {Shape{2, 10}, Shape{2}});
+    u.forward();
+    CHECK(u.top(0).data[0] == doctest::Approx(std::log(10.0)));
+}
+
+TEST_CASE("softmax loss: a label outside the classes is an error, not a crash") {
+    LayerHarness h("name: 'l' type: 'SoftmaxWithLoss' bottom: 'x' bottom: 'label' top: 'loss'", {Shape{2, 3}, Shape{2}});
+    h.bottom(1).data[1] = 7.0f;
+    CHECK_THROWS_WITH_AS(h.forward(), doctest::Contains("label 7"), std::runtime_error);
+}
+
+TEST_CASE("accuracy: top-1 and top-k") {
+    LayerHarness a1("name: 'a' type: 'Accuracy' bottom: 'x' bottom: 'label' top: 'acc'", {Shape{3, 4}, Shape{3}});
+    LayerHarness a2("name: 'a' type: 'Accuracy' bottom: 'x' bottom: 'label' top: 'acc' accuracy_param { top_k: 2 }",
+                    {Shape{3, 4}, Shape{3}});
+    const float scores[] = {0.1f, 0.9f, 0.3f, 0.2f, /**/ 0.5f, 0.1f, 0.4f, 0.0f, /**/ 0.0f, 0.1f, 0.2f, 0.3f};
+    const float labels[] = {1, 2, 0};
+    for (auto* h : {&a1, &a2}) {
+        std::copy(scores, scores + 12, h->bottom(0).data);
+        std::copy(labels, labels + 3, h->bottom(1).data);
+        h->forward();
+    }
+    CHECK(a1.top(0).data[0] == doctest::Approx(1.0 / 3));
+    CHECK(a2.top(0).data[0] == doctest::Approx(2.0 / 3));
+}

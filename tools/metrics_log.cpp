@@ -1,0 +1,18 @@
+#include "tools/metrics_log.h"
+
+#include <stdexcept>
+
+namespace rudra::tools {
+
+MetricsLog::MetricsLog(const std::string& path, bool append)
+    : path_(path), out_(path, append ? std::ios::app : std::ios::trunc) {
+    if (!out_) throw std::runtime_error(path + ": cannot open the metrics file for writing");
+}
+
+void MetricsLog::write(const nlohmann::json& event) {
+    out_ << event.dump() << '\n';
+    out_.flush();
+    if (!out_) throw std::runtime_error(path_ + ": write failed");
+}
+
+}  // namespace rudra::tools
