@@ -1,7 +1,6 @@
 #include "kernels/pooling.h"
 
 #include <algorithm>
-#include <cfloat>
 #include <cstring>
 
 namespace rudra::kernels {
@@ -49,17 +48,21 @@ void max_pool_forward(const float* x, const PoolGeometry& g, long planes, float*
         for (int py = 0; py < ph; ++py)
             for (int px = 0; px < pw; ++px) {
                 Window w = window(g, py, px);
-                float best = -FLT_MAX;
-                int32_t where = -1;
+                if (w.h0 >= w.h1 || w.w0 >= w.w1) {  // a window wholly in the padding
+                    yp[py * pw + px] = 0.0f;
+                    ap[py * pw + px] = -1;
+                    continue;
+                }
+                int32_t where = w.h0 * g.width + w.w0;
+                float best = xp[where];
                 for (int h = w.h0; h < w.h1; ++h)
                     for (int c = w.w0; c < w.w1; ++c) {
-                        float v = xp[h * g.width + c];
-                        if (v > best || where < 0) {
-                            best = v;
-                            where = h * g.width + c;
-                        }
+                        const int32_t i = h * g.width + c;
+                        const float v = xp[i];
+                        where = v > best ? i : where;  // select, not branch: maxima are unpredictable
+                        best = v > best ? v : best;
                     }
-                yp[py * pw + px] = where < 0 ? 0.0f : best;
+                yp[py * pw + px] = best;
                 ap[py * pw + px] = where;
             }
     }

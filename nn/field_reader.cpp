@@ -172,6 +172,8 @@ void FieldReader::ignore(const std::string& key, const std::string& reason,
 void FieldReader::finish() const {
     for (size_t i = 0; i < msg_.fields.size(); ++i)
         if (!used_[i]) fail(msg_.fields[i], "unknown field '" + msg_.fields[i].name + "'");
+    for (const auto& key : required_)
+        if (!has(key)) fail("missing '" + key + "'");
 }
 
 }  // namespace rudra::nn

@@ -35,7 +35,10 @@ public:
     void accept(const std::string& key) { take(key); }
     // Accepts a field this program does not need, and records why in `notes`.
     void ignore(const std::string& key, const std::string& reason, std::vector<std::string>& notes);
-    // Errors on the first field nobody read.
+    // Records that `key` must be present; checked by finish() after the unknown fields, so that a
+    // misspelt name is reported as such rather than as a missing one.
+    void require(const std::string& key) { required_.push_back(key); }
+    // Errors on the first field nobody read, then on the first required field that is absent.
     void finish() const;
 
     const TextField* field(const std::string& key) const;  // first occurrence, not marked
@@ -48,6 +51,7 @@ private:
     const TextMessage& msg_;
     std::string file_, what_;
     mutable std::vector<bool> used_;
+    std::vector<std::string> required_;
 
     std::vector<const TextField*> take(const std::string& key);
     const TextField* take_single(const std::string& key);

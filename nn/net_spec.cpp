@@ -85,7 +85,7 @@ LayerSpec read_layer(const TextField& field, const std::string& file, std::vecto
         if (!dp) layer.fail("missing data_param (its batch_size sets the mini-batch)");
         FieldReader d(*dp, file, what + " data_param");
         s.batch_size = static_cast<int>(d.integer("batch_size", 0, 1, 1 << 20));
-        if (!d.has("batch_size")) d.fail("missing 'batch_size'");
+        d.require("batch_size");
         d.ignore("source", "the data set is chosen with --data", notes);
         d.ignore("backend", "data sets are read from their own files", notes);
         d.ignore("prefetch", "one batch is always prefetched", notes);

@@ -42,7 +42,7 @@ SolverSpec parse_solver_spec(const std::string& text, const std::string& file) {
     if (net.empty()) {
         if (r.has("train_net") || r.has("net_param") || r.has("train_net_param"))
             r.fail("only 'net' is supported for naming the net (not train_net/test_net/net_param)");
-        r.fail("missing 'net'");
+        r.require("net");
     }
     namespace fs = std::filesystem;
     fs::path np(net);
@@ -51,11 +51,11 @@ SolverSpec parse_solver_spec(const std::string& text, const std::string& file) {
     // beside its solver is found too.
     if (np.is_relative() && !fs::exists(np))
         np = fs::exists(dir / np) ? dir / np : dir / np.filename();
-    if (!fs::exists(np)) r.fail(*r.field("net"), "net file '" + net + "' not found (looked in the working directory and in " + (dir.empty() ? "." : dir.string()) + ")");
+    if (!net.empty() && !fs::exists(np)) r.fail(*r.field("net"), "net file '" + net + "' not found (looked in the working directory and in " + (dir.empty() ? "." : dir.string()) + ")");
     s.net = np.lexically_normal().string();
 
     s.lr.base_lr = r.number("base_lr", 0.01, 0.0, kBig);
-    if (!r.has("base_lr")) r.fail("missing 'base_lr'");
+    r.require("base_lr");
     s.lr.name = r.string("lr_policy", "fixed");
     if (s.lr.name != "fixed" && s.lr.name != "step" && s.lr.name != "multistep" && s.lr.name != "inv" &&
         s.lr.name != "exp" && s.lr.name != "poly")

@@ -21,7 +21,7 @@ public:
     explicit ConvolutionLayer(LayerArgs& a) : Layer(a.name, a.phase) {
         ParamBlock p(a, "convolution_param");
         num_output_ = static_cast<int>(p->integer("num_output", 0, 1, 1 << 20));
-        if (!p->has("num_output")) p->fail("missing 'num_output'");
+        p->require("num_output");
         bias_term_ = p->boolean("bias_term", true);
         group_ = static_cast<int>(p->integer("group", 1, 1, 1 << 20));
         Dims2 k = read_dims2(*p, "kernel_size", "kernel_h", "kernel_w", 1, 1, true);
@@ -70,11 +70,8 @@ public:
     void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top) override {
         const float* x = bottom[0]->data;
         float* y = top[0]->data;
-        const int team = std::min(threads_, num_);
-        const int gemm_threads = team == 1 ? threads_ : 1;
-#pragma omp parallel for num_threads(team) schedule(static)
-        for (int n = 0; n < num_; ++n) {
-            const float* col = column(x + n * in_count(), omp_get_thread_num());
+        for_images([&](int n, int t, int gemm_threads) {
+            const float* col = column(x + n * in_count(), t);
             float* yn = y + n * out_count();
             for (int g = 0; g < group_; ++g)
                 sgemm(Trans::No, Trans::No, m_g(), pixels(), k_g(), 1.0f, weight() + g * m_g() * k_g(), k_g(),
@@ -86,7 +83,7 @@ public:
                     float* row = yn + c * pixels();
                     for (int i = 0; i < pixels(); ++i) row[i] += b;
                 }
-        }
+        });
     }
 
     void backward(const std::vector<Blob*>& top, const std::vector<bool>& propagate_down,
@@ -94,39 +91,31 @@ public:
         const float* x = bottom[0]->data;
         const float* dy = top[0]->diff;
         float* dx = propagate_down[0] ? bottom[0]->diff : nullptr;
-        const int team = std::min(threads_, num_);
-        const int gemm_threads = team == 1 ? threads_ : 1;
         const int wcount = static_cast<int>(param_decls_[0].shape.count());
-#pragma omp parallel num_threads(team)
-        {
-            const int t = omp_get_thread_num();
+        const int team = std::min(threads_, num_);
+        for (int t = 0; t < team; ++t) std::memset(grad_buffer(t), 0, sizeof(float) * grad_floats_);
+        for_images([&](int n, int t, int gemm_threads) {
             float* acc = grad_buffer(t);  // this thread's dW then db
-            std::memset(acc, 0, sizeof(float) * grad_floats_);
-#pragma omp for schedule(static)
-            for (int n = 0; n < num_; ++n) {
-                const float* dyn = dy + n * out_count();
-                const float* col = column(x + n * in_count(), t);
-                for (int g = 0; g < group_; ++g)
-                    sgemm(Trans::No, Trans::Yes, m_g(), k_g(), pixels(), 1.0f, dyn + g * m_g() * pixels(),
-                          pixels(), col + g * k_g() * pixels(), pixels(), 1.0f, acc + g * m_g() * k_g(), k_g(),
-                          gemm_threads);
-                if (bias_term_)
-                    for (int c = 0; c < num_output_; ++c) {
-                        const float* row = dyn + c * pixels();
-                        float s = 0.0f;
-                        for (int i = 0; i < pixels(); ++i) s += row[i];
-                        acc[wcount + c] += s;
-                    }
-                if (!dx) continue;
-                float* dxn = dx + n * in_count();
-                float* dcol = geom_.is_pointwise() ? dxn : col_buffer(t);
-                for (int g = 0; g < group_; ++g)
-                    sgemm(Trans::Yes, Trans::No, k_g(), pixels(), m_g(), 1.0f, weight() + g * m_g() * k_g(), k_g(),
-                          dyn + g * m_g() * pixels(), pixels(), 0.0f, dcol + g * k_g() * pixels(), pixels(),
-                          gemm_threads);
-                if (!geom_.is_pointwise()) kernels::col2im(dcol, geom_, dxn);
-            }
-        }
+            const float* dyn = dy + n * out_count();
+            const float* col = column(x + n * in_count(), t);
+            for (int g = 0; g < group_; ++g)
+                sgemm(Trans::No, Trans::Yes, m_g(), k_g(), pixels(), 1.0f, dyn + g * m_g() * pixels(), pixels(),
+                      col + g * k_g() * pixels(), pixels(), 1.0f, acc + g * m_g() * k_g(), k_g(), gemm_threads);
+            if (bias_term_)
+                for (int c = 0; c < num_output_; ++c) {
+                    const float* row = dyn + c * pixels();
+                    float s = 0.0f;
+                    for (int i = 0; i < pixels(); ++i) s += row[i];
+                    acc[wcount + c] += s;
+                }
+            if (!dx) return;
+            float* dxn = dx + n * in_count();
+            float* dcol = geom_.is_pointwise() ? dxn : col_buffer(t);
+            for (int g = 0; g < group_; ++g)
+                sgemm(Trans::Yes, Trans::No, k_g(), pixels(), m_g(), 1.0f, weight() + g * m_g() * k_g(), k_g(),
+                      dyn + g * m_g() * pixels(), pixels(), 0.0f, dcol + g * k_g() * pixels(), pixels(), gemm_threads);
+            if (!geom_.is_pointwise()) kernels::col2im(dcol, geom_, dxn);
+        });
         // Reduce the per-thread accumulators into the parameter gradients.
         float* dw = param_views_[0].diff;
         for (int t = 0; t < team; ++t) {
@@ -138,6 +127,21 @@ public:
     }
 
 private:
+    // Runs f(image, thread, gemm_threads) for every image. With several images per thread team the
+    // images are spread over OpenMP threads and each GEMM is single-threaded; with one image
+    // the GEMM itself gets all threads, called outside any parallel region so that its
+    // library can reuse its thread pool instead of nesting a new team.
+    template <class F>
+    void for_images(F&& f) {
+        const int team = std::min(threads_, num_);
+        if (team <= 1) {
+            for (int n = 0; n < num_; ++n) f(n, 0, threads_);
+            return;
+        }
+#pragma omp parallel for num_threads(team) schedule(static)
+        for (int n = 0; n < num_; ++n) f(n, omp_get_thread_num(), 1);
+    }
+
     static size_t round16(size_t n) { return (n + 15) / 16 * 16; }  // keep 64-byte alignment
     float* col_buffer(int t) const { return scratch_ + t * round16(col_floats_); }
     float* grad_buffer(int t) const { return scratch_ + threads_ * round16(col_floats_) + t * round16(grad_floats_); }

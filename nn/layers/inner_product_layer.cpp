@@ -12,7 +12,7 @@ class InnerProductLayer final : public Layer {
 public:
     explicit InnerProductLayer(LayerArgs& a) : Layer(a.name, a.phase) {
         ParamBlock p(a, "inner_product_param");
-        if (!p->has("num_output")) p->fail("missing 'num_output'");
+        p->require("num_output");
         out_ = static_cast<int>(p->integer("num_output", 1, 1, 1 << 24));
         bias_term_ = p->boolean("bias_term", true);
         if (p->integer("axis", 1, 1, 1) != 1) p->fail("only axis 1 is supported");

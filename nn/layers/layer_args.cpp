@@ -27,7 +27,7 @@ Dims2 read_dims2(FieldReader& r, const std::string& scalar, const std::string& h
         if (h < 0 || w < 0) r.fail("'" + hname + "' and '" + wname + "' must be given together");
         return {h, w};
     }
-    if (required) r.fail("missing '" + scalar + "'");
+    if (required) r.require(scalar);
     return {dflt, dflt};
 }
 

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# End-to-end checks of the rudra command on a small generated IDX data set: train, resume,
+# test, time, interruption, and clear errors with a non-zero exit for bad input.
+# Usage: cli_test.sh RUDRA_BINARY SOURCE_DIR
+set -u
+rudra=$1
+src=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+passes=0
+pass() { passes=$((passes + 1)); }
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+expect() {  # expect DESCRIPTION COMMAND... : command must succeed
+  local what=$1; shift
+  if timeout 300 "$@" >"$work/out" 2>&1; then pass; else fail "$what (exit $?)"; cat "$work/out"; fi
+}
+expect_error() {  # expect_error DESCRIPTION PATTERN COMMAND... : must fail and print PATTERN
+  local what=$1 pattern=$2; shift 2
+  timeout 120 "$@" >"$work/out" 2>&1
+  local rc=$?
+  if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -qF -- "$pattern" "$work/out"; then pass
+  else fail "$what: exit $rc, wanted an error containing '$pattern'"; cat "$work/out"; fi
+}
+
+# 28x28 images of 10 classes: class k lights a 7x7 block at row 7*(k/4), column 7*(k%4), plus noise.
+mkdata() {  # mkdata DIR PREFIX COUNT SEED
+  perl -e '
+    my ($dir, $prefix, $n, $seed) = @ARGV; srand($seed);
+    open(my $im, ">", "$dir/$prefix-images-idx3-ubyte") or die; binmode $im;
+    open(my $lb, ">", "$dir/$prefix-labels-idx1-ubyte") or die; binmode $lb;
+    print $im pack("NNNN", 0x803, $n, 28, 28); print $lb pack("NN", 0x801, $n);
+    for my $i (0 .. $n - 1) {
+      my $k = $i % 10; my ($r0, $c0) = (7 * int($k / 4), 7 * ($k % 4));
+      my $img = "";
+      for my $r (0 .. 27) { for my $c (0 .. 27) {
+        my $v = int(rand(60));
+        $v += 180 if $r >= $r0 && $r < $r0 + 7 && $c >= $c0 && $c < $c0 + 7;
+        $img .= chr($v > 255 ? 255 : $v);
+      } }
+      print $im $img; print $lb chr($k);
+    }' "$@"
+}
+data=$work/data
+mkdir -p "$data"
+mkdata "$data" train 640 1
+mkdata "$data" t10k 200 2
+solver=$src/models/cifar10_full_28/cifar10_full_28_solver.prototxt
+
+expect "help" "$rudra" --help
+grep -q "train" "$work/out" && pass || fail "--help lists train"
+expect_error "no subcommand" "A subcommand is required" "$rudra"
+
+expect "train one epoch" "$rudra" train "$solver" --data "$data" --epochs 1 -o "$work/run" --threads 2
+grep -q '"event":"epoch"' "$work/run/metrics.jsonl" && pass || fail "metrics.jsonl has an epoch event"
+grep -q '"test_accuracy"' "$work/run/metrics.jsonl" && pass || fail "epoch event has test_accuracy"
+grep -q 'test_accuracy' "$work/out" && pass || fail "train prints test accuracy"
+snap=$(ls "$work"/run/*_iter_10.rudra 2>/dev/null | head -1)
+[ -n "$snap" ] && pass || fail "final snapshot written (iteration 10)"
+
+expect "resume to two epochs" "$rudra" train "$solver" --data "$data" --epochs 2 -o "$work/run" --resume "$snap"
+[ "$(grep -c '"event":"epoch"' "$work/run/metrics.jsonl")" = 2 ] && pass || fail "resumed run appends the second epoch"
+grep -q '"resumed_from":"'"$snap"'"' "$work/run/metrics.jsonl" && pass || fail "resume recorded"
+[ -f "$work/run/cifar10_full_28_iter_20.rudra" ] && pass || fail "resumed run ends at iteration 20"
+
+expect "test a snapshot" "$rudra" test "$solver" "$work/run/cifar10_full_28_iter_20.rudra" --data "$data"
+grep -q "test_accuracy" "$work/out" && pass || fail "test prints accuracy"
+acc=$(sed -n 's/.*test_accuracy \([0-9.]*\).*/\1/p' "$work/out")
+perl -e "exit !($acc > 0.3)" && pass || fail "two epochs on separable data beat chance (10%) threefold (got $acc)"
+
+expect "time the deploy net" "$rudra" time "$src/models/cifar10_full/cifar10_full.prototxt" --batch 4 --iterations 2
+grep -q "learnable parameters: 89,578" "$work/out" && pass || fail "time reports 89,578 parameters"
+expect "time a train/test net" "$rudra" time "$src/models/cifar10_full/cifar10_full_train_test.prototxt" \
+  --input-shape 3,32,32 --batch 2 --iterations 1 --json "$work/time.json"
+grep -q '"learnable_parameters":89578' "$work/time.json" && pass || fail "time --json"
+
+# Interruption: SIGTERM ends the step, writes a snapshot, exits 130, leaves no temporary file.
+timeout 300 "$rudra" train "$solver" --data "$data" --epochs 50 -o "$work/int" >"$work/int.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 100); do [ -s "$work/int/metrics.jsonl" ] && break; sleep 0.1; done
+sleep 1
+kill -TERM $pid
+wait $pid
+rc=$?
+[ $rc = 130 ] && pass || { fail "SIGTERM exit code 130 (got $rc)"; cat "$work/int.log"; }
+grep -q '"event":"interrupted"' "$work/int/metrics.jsonl" && pass || fail "interrupted event logged"
+ls "$work"/int/*.rudra >/dev/null 2>&1 && pass || fail "snapshot written on SIGTERM"
+ls "$work"/int/*.tmp >/dev/null 2>&1 && fail "temporary snapshot left behind" || pass
+
+# Bad input: clear errors naming the file and place, non-zero exit.
+printf 'net: "cifar10_full_28_train_test.prototxt"\nbase_lr: fast\n' >"$src/models/cifar10_full_28/.bad_solver_$$.prototxt"
+expect_error "malformed solver" "bad_solver_$$.prototxt:2:1: solver: field 'base_lr' needs a number" \
+  "$rudra" train "$src/models/cifar10_full_28/.bad_solver_$$.prototxt" --data "$data"
+rm -f "$src/models/cifar10_full_28/.bad_solver_$$.prototxt"
+expect_error "missing data directory" "data directory does not exist" "$rudra" train "$solver" --data "$work/none"
+mkdir -p "$work/cut"
+cp "$data"/* "$work/cut/"
+head -c 5000 "$data/train-images-idx3-ubyte" >"$work/cut/train-images-idx3-ubyte"
+expect_error "truncated data file" "cut/train-images-idx3-ubyte: truncated" "$rudra" train "$solver" --data "$work/cut"
+head -c 1000 "$snap" >"$work/bad.rudra"
+expect_error "truncated snapshot" "corrupt snapshot" "$rudra" train "$solver" --data "$data" --resume "$work/bad.rudra" -o "$work/badrun"
+[ ! -e "$work/badrun/metrics.jsonl" ] && pass || fail "a refused resume writes no metrics file"
+expect_error "wrong option value" "--batch" "$rudra" train "$solver" --batch -3
+expect_error "unknown option" "--bogus" "$rudra" train "$solver" --bogus
+expect_error "Data net needs a shape" "--input-shape" "$rudra" time "$src/models/cifar10_full/cifar10_full_train_test.prototxt"
+expect_error "snapshot of another net" "do not match" "$rudra" test "$src/test/models/lenet_train_test.prototxt" "$snap" --data "$data"
+
+echo "$passes passed, $failures failed"
+[ $failures -eq 0 ]

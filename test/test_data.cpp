@@ -1,0 +1,186 @@
+// Data readers on generated files (good, truncated, corrupt), the mean, the transform and the
+// seeded prefetching stream.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <functional>
+#include <iterator>
+#include <set>
+
+#include "data/batch_stream.h"
+#include "data/dataset.h"
+#include "data/transform.h"
+#include "test_files.h"
+
+using namespace rudra::data;
+using namespace rudra::test;
+
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const DataError& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("IDX: plain and gzip files read the same") {
+    const std::string dir = temp_dir("idx");
+    write_bytes(dir + "/i", idx_images(7, 4, 5));
+    write_bytes(dir + "/l", idx_labels(7));
+    write_bytes(dir + "/i.gz", idx_images(7, 4, 5), true);
+    write_bytes(dir + "/l.gz", idx_labels(7), true);
+    Dataset a = read_idx(dir + "/i", dir + "/l"), b = read_idx(dir + "/i.gz", dir + "/l.gz");
+    CHECK(a.size() == 7);
+    CHECK(a.channels == 1);
+    CHECK(a.height == 4);
+    CHECK(a.width == 5);
+    CHECK(a.sample(3)[2] == 5);
+    CHECK(a.labels[6] == 6);
+    CHECK(a.num_classes == 7);
+    CHECK(a.pixels == b.pixels);
+    CHECK(a.labels == b.labels);
+}
+
+TEST_CASE("IDX: truncated, empty and malformed files name the file and the problem") {
+    const std::string dir = temp_dir("idxbad");
+    write_bytes(dir + "/l", idx_labels(7));
+    auto images = idx_images(7, 4, 5);
+    auto cut = images;
+    cut.resize(cut.size() - 3);
+    write_bytes(dir + "/cut", cut);
+    CHECK(error_of([&] { read_idx(dir + "/cut", dir + "/l"); }) ==
+          dir + "/cut: truncated: header promises 140 data bytes, file has 137");
+    write_bytes(dir + "/empty", {});
+    CHECK(error_of([&] { read_idx(dir + "/empty", dir + "/l"); }) == dir + "/empty: empty file");
+    auto magic = images;
+    magic[2] = 0x0D;  // float elements
+    write_bytes(dir + "/magic", magic);
+    CHECK(error_of([&] { read_idx(dir + "/magic", dir + "/l"); }).find("element type 13") != std::string::npos);
+    write_bytes(dir + "/rank", idx_labels(7));
+    CHECK(error_of([&] { read_idx(dir + "/rank", dir + "/l"); }).find("rank 1, expected 3") != std::string::npos);
+    write_bytes(dir + "/more", idx_images(8, 4, 5));
+    CHECK(error_of([&] { read_idx(dir + "/more", dir + "/l"); }).find("has 8 images but") != std::string::npos);
+    auto extra = images;
+    extra.push_back(1);
+    write_bytes(dir + "/extra", extra);
+    CHECK(error_of([&] { read_idx(dir + "/extra", dir + "/l"); }).find("1 unexpected bytes") != std::string::npos);
+    CHECK(error_of([&] { read_idx(dir + "/none", dir + "/l"); }) == dir + "/none: no such file");
+    // A gzip stream cut short, and one with damaged bytes.
+    write_bytes(dir + "/i.gz", images, true);
+    std::ifstream in(dir + "/i.gz", std::ios::binary);
+    std::vector<uint8_t> gz((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto gz_cut = gz;
+    gz_cut.resize(gz.size() / 2);
+    write_bytes(dir + "/cut.gz", gz_cut);
+    CHECK(error_of([&] { read_idx(dir + "/cut.gz", dir + "/l"); }).find(dir + "/cut.gz") == 0);
+    auto gz_bad = gz;
+    for (size_t i = 12; i < gz_bad.size() - 8; ++i) gz_bad[i] ^= 0x5A;
+    write_bytes(dir + "/bad.gz", gz_bad);
+    CHECK(error_of([&] { read_idx(dir + "/bad.gz", dir + "/l"); }).find(dir + "/bad.gz") == 0);
+}
+
+TEST_CASE("CIFAR-10 binary: records, truncation, bad labels, directory detection") {
+    const std::string dir = temp_dir("cifar");
+    write_bytes(dir + "/data_batch_1.bin", cifar_records(5));
+    write_bytes(dir + "/data_batch_2.bin", cifar_records(3));
+    write_bytes(dir + "/test_batch.bin", cifar_records(4));
+    TrainTest tt = load_train_test(dir);
+    CHECK(tt.format == "cifar10");
+    CHECK(tt.train.size() == 8);
+    CHECK(tt.test.size() == 4);
+    CHECK(tt.train.channels == 3);
+    CHECK(tt.train.labels[6] == 1);          // second file, record 1
+    CHECK(tt.train.sample(6)[1024] == 1025 % 256);  // green plane starts at 1024
+    auto cut = cifar_records(2);
+    cut.pop_back();
+    write_bytes(dir + "/cut.bin", cut);
+    CHECK(error_of([&] { read_cifar10({dir + "/cut.bin"}); }).find("not a whole number of 3073-byte") != std::string::npos);
+    auto bad = cifar_records(2);
+    bad[3073] = 12;
+    write_bytes(dir + "/bad.bin", bad);
+    CHECK(error_of([&] { read_cifar10({dir + "/bad.bin"}); }).find("record 1 has label 12") != std::string::npos);
+    write_bytes(dir + "/empty.bin", {});
+    CHECK(error_of([&] { read_cifar10({dir + "/empty.bin"}); }) == dir + "/empty.bin: empty file");
+    CHECK(error_of([&] { load_train_test(dir + "/nowhere"); }).find("does not exist") != std::string::npos);
+    const std::string empty_dir = temp_dir("nodata");
+    CHECK(error_of([&] { load_train_test(empty_dir); }).find("no data set found") != std::string::npos);
+}
+
+TEST_CASE("mean and transform: per-pixel mean, scale, centre crop, mirror") {
+    Dataset d;
+    d.channels = 1;
+    d.height = 2;
+    d.width = 3;
+    d.pixels = {0, 10, 20, 30, 40, 50, /**/ 2, 12, 22, 32, 42, 52};
+    d.labels = {0, 1};
+    auto mean = pixel_mean(d);
+    CHECK(mean[0] == doctest::Approx(1.0));
+    CHECK(mean[5] == doctest::Approx(51.0));
+    Transform t;
+    t.mean = mean;
+    t.scale = 0.5f;
+    std::vector<float> out(6);
+    transform_sample(d, 1, t, false, 0, out.data());
+    for (float v : out) CHECK(v == doctest::Approx(0.5));
+    Transform c;
+    c.crop = 2;
+    c.mirror = true;
+    transform_sample(d, 0, c, false, 0, out.data());  // test: centre crop, no mirror
+    CHECK(out[0] == 0.0f);
+    CHECK(out[1] == 10.0f);
+    std::set<float> firsts;
+    for (uint64_t key = 0; key < 64; ++key) {  // train: crops and flips vary with the key
+        transform_sample(d, 0, c, true, key, out.data());
+        firsts.insert(out[0]);
+    }
+    CHECK(firsts.size() >= 3);
+}
+
+TEST_CASE("shuffled stream: each epoch is a permutation, seeded and different per epoch") {
+    ShuffledOrder a(50, 9), b(50, 9), c(50, 10);
+    std::vector<int64_t> e0, e1, other;
+    for (uint64_t p = 0; p < 50; ++p) e0.push_back(a.at(p));
+    for (uint64_t p = 50; p < 100; ++p) e1.push_back(a.at(p));
+    for (uint64_t p = 0; p < 50; ++p) other.push_back(c.at(p));
+    auto sorted = e0;
+    std::sort(sorted.begin(), sorted.end());
+    for (int64_t i = 0; i < 50; ++i) CHECK(sorted[i] == i);
+    CHECK(e0 != e1);
+    CHECK(e0 != other);
+    CHECK(b.at(73) == e1[23]);  // random access agrees with sequential use
+}
+
+TEST_CASE("prefetcher: batches follow the stream and resume at a position") {
+    Dataset d;
+    d.channels = 1;
+    d.height = d.width = 2;
+    for (int i = 0; i < 10; ++i) {
+        for (int p = 0; p < 4; ++p) d.pixels.push_back(static_cast<uint8_t>(i));
+        d.labels.push_back(static_cast<uint8_t>(i));
+    }
+    Transform t;
+    ShuffledOrder order(10, 5);
+    std::vector<float> seen;
+    {
+        Prefetcher pf(d, t, 4, 5, 0);
+        for (int b = 0; b < 6; ++b) {
+            const Batch& batch = pf.next();
+            CHECK(batch.first_position == static_cast<uint64_t>(4 * b));
+            for (int i = 0; i < 4; ++i) {
+                CHECK(batch.labels[i] == static_cast<float>(order.at(4 * b + i)));
+                CHECK(batch.data[i * 4 + 3] == batch.labels[i]);
+                seen.push_back(batch.labels[i]);
+            }
+        }
+    }
+    Prefetcher resumed(d, t, 4, 5, 12);
+    const Batch& b3 = resumed.next();
+    for (int i = 0; i < 4; ++i) CHECK(b3.labels[i] == seen[12 + i]);
+}
