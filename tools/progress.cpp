@@ -15,19 +15,18 @@ std::string format_duration(double s) {
     return buf;
 }
 
-void ProgressBar::update(long done, long total, double ips, double images_per_s, double loss,
-                         const std::string& label) {
+void ProgressBar::update(long done, long total, double ips, double images_per_s, double loss, int epoch) {
     if (!enabled_) return;
     auto now = std::chrono::steady_clock::now();
     if (shown_ && done < total && now - last_ < std::chrono::milliseconds(100)) return;
     last_ = now;
-    constexpr int kWidth = 30;
+    constexpr int kWidth = 30;  // from here on the bar is redrawn: at most ten times a second
     const double frac = total > 0 ? static_cast<double>(done) / total : 1.0;
     const int fill = static_cast<int>(frac * kWidth);
     std::string bar(fill, '=');
     if (fill < kWidth) bar += '>' + std::string(kWidth - fill - 1, ' ');
     const double eta = ips > 0 ? (total - done) / ips : -1;
-    std::fprintf(stderr, "\r\033[K%s [%s] %3.0f%% %ld/%ld %.0f img/s loss %.4f ETA %s", label.c_str(), bar.c_str(),
+    std::fprintf(stderr, "\r\033[Kepoch %d [%s] %3.0f%% %ld/%ld %.0f img/s loss %.4f ETA %s", epoch, bar.c_str(),
                  frac * 100.0, done, total, images_per_s, loss, format_duration(eta).c_str());
     std::fflush(stderr);
     shown_ = true;

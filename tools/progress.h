@@ -10,8 +10,7 @@ class ProgressBar {
 public:
     explicit ProgressBar(bool enabled) : enabled_(enabled) {}
     // done/total in iterations; redraws at most ten times a second.
-    void update(long done, long total, double iters_per_s, double images_per_s, double loss,
-                const std::string& label);
+    void update(long done, long total, double iters_per_s, double images_per_s, double loss, int epoch);
     void clear();  // erase the bar before printing a normal line
     bool enabled() const { return enabled_; }
 

@@ -3,6 +3,7 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -38,7 +39,12 @@ std::string snapshot_path(const std::string& dir, const std::string& prefix, int
 }
 
 void print_notes(const std::vector<std::string>& notes) {
-    for (const auto& n : notes) std::printf("note: %s\n", n.c_str());
+    std::vector<std::string> seen;  // the TRAIN and TEST Data layers often say the same
+    for (const auto& n : notes) {
+        if (std::find(seen.begin(), seen.end(), n) != seen.end()) continue;
+        seen.push_back(n);
+        std::printf("note: %s\n", n.c_str());
+    }
 }
 
 }  // namespace
@@ -104,6 +110,9 @@ int run_train(const TrainOptions& o) {
     const std::string out_dir = o.output.empty() ? "rudra-run" : o.output;
     fs::create_directories(out_dir);
     MetricsLog log((fs::path(out_dir) / "metrics.jsonl").string(), !o.resume.empty());
+    if (solver_spec.test_iter > 0)
+        notes.push_back(o.solver + ": test_iter " + std::to_string(solver_spec.test_iter) +
+                        " not used: every test covers the whole test set");
     print_notes(notes);
     std::printf("rudra train: %s, net %s (%s learnable parameters), %s: %lld train / %lld test images %dx%dx%d\n",
                 o.solver.c_str(), solver_spec.net.c_str(), with_thousands(params.learnable_count()).c_str(),
@@ -176,7 +185,7 @@ int run_train(const TrainOptions& o) {
         const double epoch_now = static_cast<double>(position) / n_train;
         const double ips = images_epoch / std::max(compute_s_epoch, 1e-9);
         bar.update(static_cast<long>(iter), static_cast<long>(max_iter), ips / batch, ips, loss_sum_epoch / iters_epoch,
-                   "epoch " + std::to_string(static_cast<int>(epoch_now) + 1));
+                   static_cast<int>(epoch_now) + 1);
         if (solver_spec.display > 0 && iter % solver_spec.display == 0) {
             const double span = seconds_since(t_display);
             bar.clear();

@@ -40,6 +40,8 @@ public:
         weight_filler_ = read_filler(p->message("weight_filler"), p->file(), name_ + " weight_filler");
         bias_filler_ = read_filler(p->message("bias_filler"), p->file(), name_ + " bias_filler");
         if (p->integer("axis", 1, 1, 1) != 1) p->fail("only axis 1 is supported");
+        p->enumeration("engine", "DEFAULT", {"DEFAULT", "CAFFE", "CUDNN"});  // one CPU engine here
+        p->boolean("force_nd_im2col", false);
         p->finish();
     }
 
