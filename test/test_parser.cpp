@@ -67,6 +67,32 @@ TEST_CASE("LeNet, cifar10_quick and AlexNet load") {
     CHECK(params_of(kSrc + "/test/models/alexnet_deploy.prototxt", {0, 0, 0}, Phase::Test, 1) == 60965224);
 }
 
+TEST_CASE("AlexNet-style Data layer: crop_size and mirror set the input shape") {
+    const std::string text = R"(
+        layer { name: "data" type: "Data" top: "data" top: "label" include { phase: TRAIN }
+                transform_param { mirror: true crop_size: 227 mean_file: "imagenet_mean.binaryproto" }
+                data_param { source: "ilsvrc12_train_lmdb" batch_size: 2 backend: LMDB } }
+        layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
+                param { lr_mult: 1 decay_mult: 1 } param { lr_mult: 2 decay_mult: 0 }
+                convolution_param { num_output: 96 kernel_size: 11 stride: 4
+                                    weight_filler { type: "gaussian" std: 0.01 } bias_filler { type: "constant" value: 0 } } }
+    )";
+    NetSpec spec = parse_net_spec(text, "alexnet_part.prototxt");
+    NetOptions o;
+    o.data_chw = {3, 256, 256};
+    Net net(spec, o);
+    CHECK(net.input_data().shape == Shape{2, 3, 227, 227});
+    CHECK(net.blob("conv1").shape == Shape{2, 96, 55, 55});
+    REQUIRE(net.transform() != nullptr);
+    CHECK(net.transform()->mirror);
+    CHECK(net.transform()->crop_size == 227);
+    CHECK(net.params().entries()[1].decay_mult == 0.0f);
+    CHECK(net.params().entries()[1].lr_mult == 2.0f);
+    bool noted_source = false;
+    for (const auto& n : spec.notes) noted_source = noted_source || n.find("'source' ignored") != std::string::npos;
+    CHECK(noted_source);
+}
+
 TEST_CASE("solver files: Caffe's own and the shipped ones") {
     SolverSpec lenet = load_solver_spec(kSrc + "/test/models/lenet_solver.prototxt");
     CHECK(lenet.lr.name == "inv");

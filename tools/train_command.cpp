@@ -91,6 +91,7 @@ int run_train(const TrainOptions& o) {
 
     int64_t iter = 0;
     uint64_t position = 0;
+    uint64_t data_seed = seed;  // a resumed run keeps the stream it was drawing from
     if (!o.resume.empty()) {
         nn::Snapshot s = nn::read_snapshot(o.resume);
         if (s.layout_hash != params.layout_hash() || s.params.size() != params.size())
@@ -103,9 +104,8 @@ int run_train(const TrainOptions& o) {
         position = s.samples_seen;
         if (s.data_seed != seed)
             notes.push_back("resuming with the snapshot's data seed " + std::to_string(s.data_seed));
-        train_opt.seed = s.data_seed;
+        data_seed = s.data_seed;
     }
-    const uint64_t data_seed = o.resume.empty() ? seed : train_opt.seed;
 
     const std::string out_dir = o.output.empty() ? "rudra-run" : o.output;
     fs::create_directories(out_dir);
