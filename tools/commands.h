@@ -37,4 +37,23 @@ struct TimeOptions {
 };
 int run_time(const TimeOptions& o);
 
+struct DistOptions {
+    std::string solver;
+    DataOptions data;
+    std::string protocol = "softsync";
+    int n = 1;                  // softsync's n
+    int batch = 0;              // mu per learner (0: the Data layer's batch_size)
+    int epochs = 1;
+    std::string mode = "base";  // base | overlap
+    std::string lr_modulation;  // none | average | per-gradient ("": protocol default)
+    int reference_batch = 0;    // B in hardsync's alpha0 * sqrt(lambda * mu / B) (0: the Data layer's)
+    std::string warm_start;
+    int64_t seed = -1;
+    int threads = 1;            // OpenMP threads per rank
+    int wait_spin = 50, wait_sleep_us = 20;
+    std::string output = "rudra-dist";
+};
+// Initialises MPI itself (MPI_THREAD_MULTIPLE); every rank runs this.
+int run_dist(const DistOptions& o, int* argc, char*** argv);
+
 }  // namespace rudra::tools

@@ -60,12 +60,49 @@ int main(int argc, char** argv) {
     m->add_option("--json", time.json, "also write the timings as a JSON line to this file");
     m->add_option("-t,--threads", threads, "OpenMP threads (0: all cores)")->check(CLI::NonNegativeNumber);
 
+#ifdef RUDRA_HAVE_MPI
+    rudra::tools::DistOptions dist;
+    auto* d = app.add_subcommand("dist", "distributed training: mpiexec -n K rudra dist SOLVER (rank 0 parameter server, "
+                                         "rank 1 statistics server, K-2 learners)");
+    d->add_option("solver", dist.solver, "solver prototxt")->required()->check(CLI::ExistingFile);
+    add_data_options(d, dist.data);
+    d->add_option("--protocol", dist.protocol, "synchronisation protocol")
+        ->check(CLI::IsMember({"hardsync", "softsync", "async"}))
+        ->capture_default_str();
+    d->add_option("--n", dist.n, "n of n-softsync: an update averages floor(learners / n) gradients")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    d->add_option("--batch", dist.batch, "mini-batch per learner (mu; default: the Data layer's)")->check(CLI::PositiveNumber);
+    d->add_option("--epochs", dist.epochs, "epochs (gradients covering the training set once)")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    d->add_option("--mode", dist.mode, "base: wait for each pull; overlap: compute while pulling")
+        ->check(CLI::IsMember({"base", "overlap"}))
+        ->capture_default_str();
+    d->add_option("--lr-modulation", dist.lr_modulation,
+                  "none, average (alpha0/<sigma>, default for softsync) or per-gradient (alpha0/max(sigma,1))")
+        ->check(CLI::IsMember({"none", "average", "per-gradient"}));
+    d->add_option("--reference-batch", dist.reference_batch, "B of hardsync's alpha0*sqrt(lambda*mu/B) and of the lr schedule")
+        ->check(CLI::PositiveNumber);
+    d->add_option("--warm-start", dist.warm_start, "start from this snapshot's weights")->check(CLI::ExistingFile);
+    d->add_option("--seed", dist.seed, "random seed")->check(CLI::NonNegativeNumber);
+    d->add_option("--threads-per-rank", dist.threads, "OpenMP threads of each rank")->check(CLI::PositiveNumber)->capture_default_str();
+    d->add_option("--wait-spin", dist.wait_spin, "MPI tests before sleeping while waiting")->check(CLI::NonNegativeNumber)->capture_default_str();
+    d->add_option("--wait-sleep-us", dist.wait_sleep_us, "sleep between MPI tests (0: spin; for dedicated cores)")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
+    d->add_option("-o,--output", dist.output, "directory for metrics.jsonl, staleness.json and final.rudra")->capture_default_str();
+#endif
+
     CLI11_PARSE(app, argc, argv);
     if (threads > 0) omp_set_num_threads(threads);
     try {
         if (*t) return rudra::tools::run_train(train);
         if (*e) return rudra::tools::run_test(test);
         if (*m) return rudra::tools::run_time(time);
+#ifdef RUDRA_HAVE_MPI
+        if (*d) return rudra::tools::run_dist(dist, &argc, &argv);
+#endif
     } catch (const std::exception& ex) {
         std::fflush(stdout);
         std::fprintf(stderr, "rudra: error: %s\n", ex.what());

@@ -1,0 +1,32 @@
+#include "dist/inprocess_transport.h"
+
+#include <cstring>
+
+namespace rudra::dist {
+
+void InProcessTransport::send(int dest, int tag, const void* data, size_t bytes) {
+    InProcessHub::Message m{rank_, tag, std::vector<char>(bytes)};
+    if (bytes) std::memcpy(m.bytes.data(), data, bytes);
+    {
+        std::lock_guard<std::mutex> lock(hub_.mu_);
+        hub_.queues_.at(dest).push_back(std::move(m));
+    }
+    hub_.cv_.notify_all();
+}
+
+Envelope InProcessTransport::recv(int source, int tag, std::vector<char>& buf) {
+    std::unique_lock<std::mutex> lock(hub_.mu_);
+    auto& q = hub_.queues_.at(rank_);
+    for (;;) {
+        for (auto it = q.begin(); it != q.end(); ++it) {
+            if ((source != kAnySource && it->source != source) || (tag != kAnyTag && it->tag != tag)) continue;
+            Envelope e{it->source, it->tag, it->bytes.size()};
+            buf.swap(it->bytes);
+            q.erase(it);
+            return e;
+        }
+        hub_.cv_.wait(lock);
+    }
+}
+
+}  // namespace rudra::dist

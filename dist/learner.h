@@ -1,0 +1,39 @@
+// The learner role: an SGD process that computes gradients on the newest weights it holds.
+// Two communication threads use blocking transport calls: pullWeights asks the PS for weights
+// newer than the learner's own and receives them into a communication buffer; pushGradient
+// sends each gradient with the timestamp it was computed from, one in flight at a time and
+// never merged. Modes: base (waits for each pull before computing: Rudra-base) and overlap
+// (computes on what it holds while the next pull runs: the learner of Rudra-adv*).
+#pragma once
+#include <cstdint>
+#include <functional>
+
+#include "dist/transport.h"
+
+namespace rudra::dist {
+
+struct LearnerConfig {
+    int ps_rank = 0;
+    int stats_rank = 1;
+    bool overlap = false;
+    bool synchronous = false;  // hardsync: wait for the timestamp after the last gradient pushed
+    int report_every = 10;     // mini-batches between reports to the statistics server
+};
+
+// The engine side, supplied by the caller: load weights into the net, compute one mini-batch.
+struct LearnerWork {
+    size_t param_floats = 0;
+    std::function<void(const float* weights)> load_weights;
+    std::function<double()> compute;  // returns the loss; the gradient is in `gradients`
+    const float* gradients = nullptr;
+};
+
+struct LearnerSummary {
+    int64_t minibatches = 0;
+    double compute_s = 0.0, wait_s = 0.0;
+    double overlap_ratio() const { return compute_s + wait_s > 0 ? compute_s / (compute_s + wait_s) : 0.0; }
+};
+
+LearnerSummary run_learner(Transport& transport, const LearnerConfig& config, const LearnerWork& work);
+
+}  // namespace rudra::dist

@@ -1,0 +1,41 @@
+// Staleness bookkeeping at the PS: the vector clock of every update (the timestamps of the
+// gradients it averaged), histograms of per-gradient staleness per learner and overall, and
+// running figures for the current epoch.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rudra::dist {
+
+class StalenessStats {
+public:
+    explicit StalenessStats(int learners) : per_learner_(learners) {}
+
+    void record_gradient(int learner, int64_t sigma);
+    // Closes an update made of the gradients with these timestamps.
+    void record_update(const std::vector<int64_t>& clock);
+
+    const std::vector<int64_t>& histogram() const { return overall_; }
+    const std::vector<int64_t>& histogram(int learner) const { return per_learner_.at(learner); }
+    int64_t gradients() const { return gradients_; }
+    double mean() const { return gradients_ ? static_cast<double>(sum_) / gradients_ : 0.0; }
+    int64_t max() const { return max_; }
+    // Mean and max since the previous call, then restarts the epoch window.
+    void take_epoch(double& mean, int64_t& max);
+    const std::vector<int64_t>& clock_offsets() const { return clock_offsets_; }
+    const std::vector<int64_t>& clock_entries() const { return clock_entries_; }
+
+    // Writes histograms (overall and per learner), summary figures and every update's vector
+    // clock as one JSON document, via a temporary file.
+    void write_json(const std::string& path, const std::string& protocol) const;
+
+private:
+    std::vector<std::vector<int64_t>> per_learner_;
+    std::vector<int64_t> overall_;
+    int64_t gradients_ = 0, sum_ = 0, max_ = 0;
+    int64_t epoch_count_ = 0, epoch_sum_ = 0, epoch_max_ = 0;
+    std::vector<int64_t> clock_offsets_{0}, clock_entries_;
+};
+
+}  // namespace rudra::dist

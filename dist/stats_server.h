@@ -1,0 +1,30 @@
+// The statistics server role: collects training loss and timing from the learners, receives the
+// weights from the PS at every epoch boundary, tests them, and writes one JSON line per epoch.
+// It ends after the final epoch once every learner has sent its last report.
+#pragma once
+#include <functional>
+#include <string>
+
+#include "dist/transport.h"
+
+namespace rudra::dist {
+
+struct TestResult {
+    double accuracy = 0.0, loss = 0.0;
+};
+
+struct StatsConfig {
+    int ps_rank = 0;
+    int learners = 1;
+    size_t param_floats = 0;
+    std::string protocol;
+    // Called with every epoch's JSON line (already written to the metrics file).
+    std::function<void(const std::string& line)> on_epoch;
+};
+
+// `log` appends one JSON line to the metrics file; `test` evaluates weights on the test set.
+void run_stats_server(Transport& transport, const StatsConfig& config,
+                      const std::function<TestResult(const float* weights)>& test,
+                      const std::function<void(const std::string& json_line)>& log);
+
+}  // namespace rudra::dist

@@ -1,0 +1,55 @@
+#include "dist/update_rule.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace rudra::dist {
+
+UpdateRule::UpdateRule(const Protocol& protocol, nn::Solver& solver, nn::ParamStore& params, int learners,
+                       UpdateRuleConfig config)
+    : protocol_(protocol), solver_(solver), params_(params), config_(config), sum_(params.size()), stats_(learners) {
+    clock_.reserve(protocol.gradients_per_update());
+}
+
+bool UpdateRule::add_gradient(int learner, int64_t ts, const float* grad) {
+    if (ts > ts_ || ts < 0)
+        throw std::runtime_error("gradient from learner " + std::to_string(learner) + " has timestamp " +
+                                 std::to_string(ts) + ", ahead of the PS (" + std::to_string(ts_) + ")");
+    if (protocol_.synchronous() && ts != ts_)
+        throw std::runtime_error("hardsync: gradient of timestamp " + std::to_string(ts) + " while the PS is at " +
+                                 std::to_string(ts_));
+    const int64_t sigma = ts_ - ts;
+    stats_.record_gradient(learner, sigma);
+    sigma_sum_ += static_cast<double>(sigma);
+    clock_.push_back(ts);
+    samples_ += config_.batch;
+
+    const float weight = config_.modulation == LrModulation::PerGradient ? 1.0f / std::max<int64_t>(sigma, 1) : 1.0f;
+    float* sum = sum_.data();
+    const size_t n = params_.size();
+    if (clock_.size() == 1) {
+        for (size_t i = 0; i < n; ++i) sum[i] = weight * grad[i];
+    } else {
+        for (size_t i = 0; i < n; ++i) sum[i] += weight * grad[i];
+    }
+    const int c = protocol_.gradients_per_update();
+    if (static_cast<int>(clock_.size()) < c) return false;
+
+    const float inv_c = 1.0f / static_cast<float>(c);
+    for (size_t i = 0; i < n; ++i) sum[i] *= inv_c;
+    float scale = config_.base_scale;
+    if (config_.modulation == LrModulation::Average)
+        scale /= static_cast<float>(std::max(1.0, sigma_sum_ / static_cast<double>(c)));
+    last_scale_ = scale;
+    // The solver's schedule (step, multistep, ...) counts iterations of its reference batch.
+    const int64_t iteration = (samples_ - static_cast<int64_t>(c) * config_.batch) / config_.reference_batch;
+    solver_.apply(sum, iteration, scale);
+    stats_.record_update(clock_);
+    clock_.clear();
+    sigma_sum_ = 0.0;
+    ++ts_;
+    return true;
+}
+
+}  // namespace rudra::dist

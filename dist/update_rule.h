@@ -1,0 +1,54 @@
+// The PS's arithmetic, without communication: collects gradients, and when the protocol has
+// enough of them, averages them and applies one solver step with the modulated learning rate.
+// The timestamp counts updates. Staleness of a gradient = PS timestamp at arrival - its own.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "dist/protocol.h"
+#include "dist/staleness.h"
+#include "kernels/aligned_buffer.h"
+#include "nn/param_store.h"
+#include "nn/solver.h"
+
+namespace rudra::dist {
+
+struct UpdateRuleConfig {
+    LrModulation modulation = LrModulation::None;
+    // Multiplies every rate: alpha0 * sqrt(lambda * mu / B) for hardsync, else 1.
+    float base_scale = 1.0f;
+    // Samples one gradient stands for, and the solver's reference batch: the solver's schedule
+    // runs on iterations of `reference_batch` samples.
+    int batch = 1;
+    int reference_batch = 1;
+};
+
+class UpdateRule {
+public:
+    UpdateRule(const Protocol& protocol, nn::Solver& solver, nn::ParamStore& params, int learners,
+               UpdateRuleConfig config);
+
+    // Takes a gradient computed on the weights of timestamp `ts`. Returns true when it
+    // completed an update (the timestamp then advanced by one).
+    bool add_gradient(int learner, int64_t ts, const float* grad);
+
+    int64_t timestamp() const { return ts_; }
+    int64_t samples() const { return samples_; }
+    const StalenessStats& staleness() const { return stats_; }
+    StalenessStats& staleness() { return stats_; }
+    float last_lr_scale() const { return last_scale_; }
+
+private:
+    const Protocol& protocol_;
+    nn::Solver& solver_;
+    nn::ParamStore& params_;
+    UpdateRuleConfig config_;
+    kernels::AlignedBuffer sum_;
+    std::vector<int64_t> clock_;  // timestamps of the pending gradients
+    StalenessStats stats_;
+    int64_t ts_ = 0, samples_ = 0;
+    double sigma_sum_ = 0.0;
+    float last_scale_ = 1.0f;
+};
+
+}  // namespace rudra::dist

@@ -1,0 +1,25 @@
+// How a rank waits for a message or a send to complete. MPICH busy-polls inside blocking calls,
+// which with more ranks than cores makes every call 100-1000x slower; so transports test a
+// non-blocking operation, spinning a little and then sleeping between tests. With dedicated
+// cores, set sleep_us to 0 to spin.
+#pragma once
+#include <time.h>
+
+namespace rudra::dist {
+
+struct WaitPolicy {
+    int spin = 50;       // tests before the first sleep
+    int sleep_us = 20;   // sleep between later tests; 0 = spin forever
+
+    // Calls done() until it returns true.
+    template <class Done>
+    void wait(Done&& done) const {
+        for (int i = 0; i < spin; ++i)
+            if (done()) return;
+        const timespec pause{0, static_cast<long>(sleep_us) * 1000L};
+        while (!done())
+            if (sleep_us > 0) nanosleep(&pause, nullptr);
+    }
+};
+
+}  // namespace rudra::dist

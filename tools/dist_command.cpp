@@ -1,0 +1,207 @@
+// rudra dist: the parameter-server system on MPI ranks. Rank 0 is the parameter server, rank 1
+// the statistics server, ranks 2.. the learners (lambda = ranks - 2).
+#include <omp.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "data/batch_stream.h"
+#include "dist/learner.h"
+#include "dist/mpi_transport.h"
+#include "dist/parameter_server.h"
+#include "dist/stats_server.h"
+#include "dist/update_rule.h"
+#include "nn/snapshot.h"
+#include "nn/solver.h"
+#include "tools/commands.h"
+#include "tools/metrics_log.h"
+
+namespace rudra::tools {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr int kPsRank = 0, kStatsRank = 1, kFirstLearner = 2;
+
+// Everything a role needs from the solver, net and data files.
+struct Setup {
+    nn::SolverSpec solver;
+    nn::NetSpec net;
+    const nn::LayerSpec* train_layer = nullptr;
+    const nn::LayerSpec* test_layer = nullptr;
+    uint64_t seed = 1;
+};
+
+Setup read_setup(const DistOptions& o) {
+    Setup s;
+    s.solver = nn::load_solver_spec(o.solver);
+    s.net = nn::load_net_spec(s.solver.net);
+    s.train_layer = s.net.data_layer(nn::Phase::Train);
+    if (!s.train_layer) throw std::runtime_error(s.solver.net + ": the net has no Data layer for phase TRAIN");
+    s.test_layer = s.net.data_layer(nn::Phase::Test);
+    s.seed = o.seed >= 0 ? o.seed : (s.solver.random_seed >= 0 ? s.solver.random_seed : 1);
+    return s;
+}
+
+nn::NetOptions net_options(const data::Dataset& d, nn::Phase phase, int batch, uint64_t seed) {
+    nn::NetOptions no;
+    no.phase = phase;
+    no.batch = batch;
+    no.data_chw = {d.channels, d.height, d.width};
+    no.seed = seed;
+    return no;
+}
+
+void run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, int lambda, const data::TrainTest& sets) {
+    nn::Net net(s.net, net_options(sets.train, nn::Phase::Train, o.batch, s.seed));
+    nn::ParamStore& params = net.params();
+    nn::Solver solver(s.solver, params);
+    params.fill(s.seed);
+    if (!o.warm_start.empty()) {
+        nn::Snapshot snap = nn::read_snapshot(o.warm_start);
+        if (snap.layout_hash != params.layout_hash() || snap.params.size() != params.size())
+            throw std::runtime_error(o.warm_start + ": the snapshot's parameters do not match net " + s.solver.net);
+        std::copy(snap.params.begin(), snap.params.end(), params.values());
+        if (snap.solver_type == static_cast<uint32_t>(s.solver.type) && snap.history.size() == solver.history_size())
+            std::copy(snap.history.begin(), snap.history.end(), solver.history());
+    }
+    auto protocol = dist::make_protocol(o.protocol, lambda, o.n);
+    dist::UpdateRuleConfig rc;
+    rc.modulation = dist::parse_lr_modulation(o.lr_modulation.empty()
+                                                  ? (o.protocol == "softsync" ? "average" : "none")
+                                                  : o.lr_modulation);
+    rc.batch = net.batch();
+    rc.reference_batch = o.reference_batch > 0 ? o.reference_batch : s.train_layer->batch_size;
+    if (protocol->synchronous()) rc.base_scale = static_cast<float>(std::sqrt(double(lambda) * rc.batch / rc.reference_batch));
+    dist::UpdateRule rule(*protocol, solver, params, lambda, rc);
+    dist::PsConfig pc;
+    for (int r = kFirstLearner; r < t.size(); ++r) pc.learner_ranks.push_back(r);
+    pc.stats_rank = kStatsRank;
+    pc.samples_per_epoch = sets.train.size();
+    pc.epochs = o.epochs;
+    std::printf("rudra dist: %s, %d learners, mini-batch %d, %s, lr scale %.4g, %d epochs of %lld images, output %s\n",
+                protocol->name().c_str(), lambda, rc.batch, o.mode.c_str(), rc.base_scale, o.epochs,
+                static_cast<long long>(pc.samples_per_epoch), o.output.c_str());
+    std::fflush(stdout);
+    dist::ParameterServer ps(t, rule, params, pc);
+    dist::PsResult r = ps.run();
+
+    nn::Snapshot snap;
+    snap.iteration = static_cast<uint64_t>(r.updates);
+    snap.samples_seen = static_cast<uint64_t>(r.samples);
+    snap.data_seed = s.seed;
+    snap.layout_hash = params.layout_hash();
+    snap.solver_type = static_cast<uint32_t>(s.solver.type);
+    snap.params.assign(params.values(), params.values() + params.size());
+    snap.history.assign(solver.history(), solver.history() + solver.history_size());
+    const std::string snap_path = (fs::path(o.output) / "final.rudra").string();
+    nn::write_snapshot(snap_path, snap);
+    const std::string stale_path = (fs::path(o.output) / "staleness.json").string();
+    rule.staleness().write_json(stale_path, protocol->name());
+    std::printf("PS: %lld updates, %lld gradients, staleness mean %.3f max %lld, %.1f s; snapshot %s, staleness %s\n",
+                static_cast<long long>(r.updates), static_cast<long long>(rule.staleness().gradients()),
+                rule.staleness().mean(), static_cast<long long>(rule.staleness().max()), r.elapsed_s,
+                snap_path.c_str(), stale_path.c_str());
+}
+
+void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, int lambda, const data::TrainTest& sets) {
+    nn::Net net(s.net, net_options(sets.test, nn::Phase::Test, s.test_layer ? 0 : o.batch, s.seed));
+    std::vector<std::string> notes;
+    const data::Transform tf = make_transform((s.test_layer ? s.test_layer : s.train_layer)->transform, sets.train, notes);
+    MetricsLog log((fs::path(o.output) / "metrics.jsonl").string(), false);
+    log.write({{"event", "start"}, {"solver", o.solver}, {"protocol", o.protocol}, {"n", o.n}, {"learners", lambda},
+               {"batch", o.batch}, {"mode", o.mode}, {"epochs", o.epochs}, {"lr_modulation", o.lr_modulation},
+               {"warm_start", o.warm_start}, {"train_images", sets.train.size()}, {"test_images", sets.test.size()}});
+    dist::StatsConfig sc;
+    sc.ps_rank = kPsRank;
+    sc.learners = lambda;
+    sc.param_floats = net.params().size();
+    sc.protocol = o.protocol == "softsync" ? std::to_string(o.n) + "-softsync" : o.protocol;
+    sc.on_epoch = [](const std::string& line) {
+        std::printf("%s\n", line.c_str());
+        std::fflush(stdout);
+    };
+    dist::run_stats_server(
+        t, sc,
+        [&](const float* w) {
+            std::memcpy(net.params().values(), w, sizeof(float) * net.params().size());
+            EvalResult r = evaluate(net, sets.test, tf);
+            return dist::TestResult{r.accuracy, r.loss};
+        },
+        [&](const std::string& line) { log.write(nlohmann::json::parse(line)); });
+}
+
+void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, const data::TrainTest& sets) {
+    const int rank = t.rank();
+    nn::Net net(s.net, net_options(sets.train, nn::Phase::Train, o.batch, s.seed + rank));
+    std::vector<std::string> notes;
+    const data::Transform tf = make_transform(s.train_layer->transform, sets.train, notes);
+    // Each learner samples its own seeded stream over the whole training set.
+    data::Prefetcher prefetch(sets.train, tf, net.batch(), s.seed * 7919 + static_cast<uint64_t>(rank), 0);
+    nn::ParamStore& params = net.params();
+    nn::Blob& x = net.input_data();
+    nn::Blob& y = *net.input_label();
+    dist::LearnerWork work;
+    work.param_floats = params.size();
+    work.load_weights = [&](const float* w) { std::memcpy(params.values(), w, sizeof(float) * params.size()); };
+    work.compute = [&]() {
+        const data::Batch& b = prefetch.next();
+        std::memcpy(x.data, b.data.data(), sizeof(float) * x.count());
+        std::memcpy(y.data, b.labels.data(), sizeof(float) * y.count());
+        params.zero_grads();
+        const double loss = net.forward();
+        net.backward();
+        return loss;
+    };
+    work.gradients = params.grads();
+    dist::LearnerConfig lc;
+    lc.ps_rank = kPsRank;
+    lc.stats_rank = kStatsRank;
+    lc.overlap = o.mode == "overlap";
+    lc.synchronous = o.protocol == "hardsync";
+    dist::run_learner(t, lc, work);
+}
+
+}  // namespace
+
+int run_dist(const DistOptions& o, int* argc, char*** argv) {
+    dist::MpiSession mpi(argc, argv);
+    dist::MpiTransport transport(dist::WaitPolicy{o.wait_spin, o.wait_sleep_us});
+    const int rank = transport.rank();
+    try {
+        if (transport.size() < 3)
+            throw std::runtime_error("rudra dist needs at least 3 ranks (parameter server, statistics server, a learner); got " +
+                                     std::to_string(transport.size()));
+        const int lambda = transport.size() - kFirstLearner;
+        if (o.mode != "base" && o.mode != "overlap") throw std::runtime_error("--mode must be base or overlap");
+        dist::make_protocol(o.protocol, lambda, o.n);  // validates protocol and n on every rank
+        if (!o.lr_modulation.empty()) dist::parse_lr_modulation(o.lr_modulation);
+        omp_set_num_threads(o.threads);
+        Setup s = read_setup(o);
+        data::TrainTest sets = load_data(o.data);
+        if (rank == kPsRank) {
+            fs::create_directories(o.output);
+            run_ps(o, s, transport, lambda, sets);
+        } else if (rank == kStatsRank) {
+            fs::create_directories(o.output);
+            run_stats(o, s, transport, lambda, sets);
+        } else {
+            run_learner_role(o, s, transport, sets);
+        }
+    } catch (const std::exception& e) {
+        // The same bad input fails on every rank: rank 0 reports it and ends them all; a rank
+        // that fails alone reports after a moment and ends them all.
+        if (rank != kPsRank) sleep(2);
+        std::fflush(stdout);
+        std::fprintf(stderr, "rudra dist [rank %d]: error: %s\n", rank, e.what());
+        std::fflush(stderr);
+        dist::MpiSession::abort_all(1);
+    }
+    return 0;
+}
+
+}  // namespace rudra::tools
