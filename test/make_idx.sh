@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Sourced by the command tests: writes a small IDX data set in the Fashion-MNIST file layout.
+# 28x28 images of 10 classes: class k lights a 7x7 block at row 7*(k/4), column 7*(k%4), plus noise.
+mkdata() {  # mkdata DIR PREFIX COUNT SEED
+  perl -e '
+    my ($dir, $prefix, $n, $seed) = @ARGV; srand($seed);
+    open(my $im, ">", "$dir/$prefix-images-idx3-ubyte") or die; binmode $im;
+    open(my $lb, ">", "$dir/$prefix-labels-idx1-ubyte") or die; binmode $lb;
+    print $im pack("NNNN", 0x803, $n, 28, 28); print $lb pack("NN", 0x801, $n);
+    for my $i (0 .. $n - 1) {
+      my $k = $i % 10; my ($r0, $c0) = (7 * int($k / 4), 7 * ($k % 4));
+      my $img = "";
+      for my $r (0 .. 27) { for my $c (0 .. 27) {
+        my $v = int(rand(60));
+        $v += 180 if $r >= $r0 && $r < $r0 + 7 && $c >= $c0 && $c < $c0 + 7;
+        $img .= chr($v > 255 ? 255 : $v);
+      } }
+      print $im $img; print $lb chr($k);
+    }' "$@"
+}

@@ -1,0 +1,346 @@
+// The distributed runtime's logic on the in-process transport: aggregation counts, timestamps,
+// staleness accounting, learning-rate modulation, whole PS + statistics server + learner runs
+// for every protocol and mode (each must end), and hardsync with lambda learners of mini-batch
+// mu against one learner of mini-batch lambda*mu on the same samples.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <future>
+#include <thread>
+
+#include "data/batch_stream.h"
+#include "dist/inprocess_transport.h"
+#include "dist/learner.h"
+#include "dist/parameter_server.h"
+#include "dist/stats_server.h"
+#include "dist/update_rule.h"
+#include "nn/net.h"
+#include "nn/solver.h"
+
+using namespace rudra;
+using namespace rudra::dist;
+
+namespace {
+
+nn::ParamStore vector_store(int n) {
+    nn::ParamEntry e;
+    e.layer = "w";
+    e.shape = nn::Shape{n};
+    return nn::ParamStore({e});
+}
+
+nn::SolverSpec plain_sgd(double lr, double momentum = 0.0) {
+    nn::SolverSpec s;
+    s.lr.base_lr = lr;
+    s.momentum = momentum;
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("aggregation counts: hardsync lambda, n-softsync floor(lambda/n), async 1") {
+    CHECK(HardSync(4).gradients_per_update() == 4);
+    CHECK(SoftSync(4, 1).gradients_per_update() == 4);
+    CHECK(SoftSync(4, 2).gradients_per_update() == 2);
+    CHECK(SoftSync(5, 2).gradients_per_update() == 2);
+    CHECK(SoftSync(4, 4).gradients_per_update() == 1);
+    CHECK(Async().gradients_per_update() == 1);
+    CHECK_THROWS_WITH(make_protocol("softsync", 4, 5), doctest::Contains("--n 5 must be in [1, 4]"));
+    CHECK_THROWS_WITH(make_protocol("gossip", 4, 1), doctest::Contains("unknown protocol"));
+
+    nn::ParamStore p = vector_store(3);
+    nn::Solver solver(plain_sgd(0.1), p);
+    SoftSync proto(4, 2);
+    UpdateRule rule(proto, solver, p, 4, {});
+    const float g[3] = {1, 1, 1};
+    CHECK_FALSE(rule.add_gradient(0, 0, g));
+    CHECK(rule.timestamp() == 0);
+    CHECK(rule.add_gradient(3, 0, g));
+    CHECK(rule.timestamp() == 1);
+    CHECK(p.values()[0] == doctest::Approx(-0.1));
+    CHECK_THROWS_WITH(rule.add_gradient(1, 2, g), doctest::Contains("ahead of the PS"));
+}
+
+TEST_CASE("timestamps and staleness: sigma = PS timestamp - gradient timestamp, per learner and overall") {
+    nn::ParamStore p = vector_store(2);
+    nn::Solver solver(plain_sgd(0.0), p);
+    Async proto;
+    UpdateRule rule(proto, solver, p, 3, {});
+    const float g[2] = {0, 0};
+    rule.add_gradient(0, 0, g);  // sigma 0, ts -> 1
+    rule.add_gradient(1, 0, g);  // sigma 1, ts -> 2
+    rule.add_gradient(2, 0, g);  // sigma 2, ts -> 3
+    rule.add_gradient(1, 2, g);  // sigma 1, ts -> 4
+    const StalenessStats& st = rule.staleness();
+    CHECK(st.histogram() == std::vector<int64_t>{1, 2, 1});
+    CHECK(st.histogram(1) == std::vector<int64_t>{0, 2});
+    CHECK(st.histogram(2) == std::vector<int64_t>{0, 0, 1});
+    CHECK(st.mean() == doctest::Approx(1.0));
+    CHECK(st.max() == 2);
+    CHECK(st.clock_offsets().size() == 5);  // one vector clock per update
+    CHECK(st.clock_entries() == std::vector<int64_t>{0, 0, 0, 2});
+    double mean;
+    int64_t mx;
+    rudra::dist::StalenessStats copy = st;
+    copy.take_epoch(mean, mx);
+    CHECK(mean == doctest::Approx(1.0));
+    CHECK(mx == 2);
+
+    HardSync hs(2);
+    UpdateRule hard(hs, solver, p, 2, {});
+    hard.add_gradient(0, 0, g);
+    hard.add_gradient(1, 0, g);
+    CHECK_THROWS_WITH(hard.add_gradient(0, 0, g), doctest::Contains("hardsync: gradient of timestamp 0 while the PS is at 1"));
+}
+
+TEST_CASE("learning-rate modulation: none, alpha0/<sigma> per update, alpha0/max(sigma,1) per gradient") {
+    const float ones[1] = {1.0f};
+    auto run = [&](LrModulation m) {
+        nn::ParamStore p = vector_store(1);
+        nn::Solver solver(plain_sgd(1.0), p);
+        SoftSync proto(2, 1);  // c = 2
+        UpdateRuleConfig cfg;
+        cfg.modulation = m;
+        UpdateRule rule(proto, solver, p, 2, cfg);
+        // Four updates of two gradients at ts 0 to reach ts 2; then one of sigma 0 and sigma 4.
+        for (int i = 0; i < 2; ++i) {
+            rule.add_gradient(0, rule.timestamp(), ones);
+            rule.add_gradient(1, rule.timestamp(), ones);
+        }
+        const float before = p.values()[0];
+        rule.add_gradient(0, 2, ones);  // sigma 0
+        rule.add_gradient(1, 0, ones);  // sigma 2
+        return before - p.values()[0];
+    };
+    CHECK(run(LrModulation::None) == doctest::Approx(1.0));
+    CHECK(run(LrModulation::Average) == doctest::Approx(1.0));  // <sigma> = 1
+    CHECK(run(LrModulation::PerGradient) == doctest::Approx((1.0 + 0.5) / 2));
+    // With every gradient 3 stale, average modulation divides the rate by 3.
+    nn::ParamStore p = vector_store(1);
+    nn::Solver solver(plain_sgd(1.0), p);
+    Async proto;
+    UpdateRuleConfig cfg;
+    cfg.modulation = LrModulation::Average;
+    cfg.base_scale = 2.0f;
+    UpdateRule rule(proto, solver, p, 1, cfg);
+    for (int i = 0; i < 3; ++i) rule.add_gradient(0, rule.timestamp(), ones);
+    const float before = p.values()[0];
+    rule.add_gradient(0, 0, ones);
+    CHECK(before - p.values()[0] == doctest::Approx(2.0 / 3.0));
+    CHECK(rule.last_lr_scale() == doctest::Approx(2.0 / 3.0));
+}
+
+namespace {
+
+struct SystemResult {
+    std::vector<float> weights;
+    PsResult ps;
+    StalenessStats staleness{0};
+    std::vector<std::string> epoch_lines;
+    std::vector<LearnerSummary> learners;
+};
+
+// PS (rank 0), statistics server (rank 1) and `lambda` learners (ranks 2..) as threads on the
+// in-process hub. make_work(l) supplies learner l's engine.
+SystemResult run_system(const Protocol& proto, int lambda, bool overlap, nn::ParamStore& params, nn::Solver& solver,
+                        UpdateRuleConfig cfg, int64_t samples_per_epoch, int epochs,
+                        const std::function<LearnerWork(int)>& make_work) {
+    InProcessHub hub(lambda + 2);
+    SystemResult out;
+    UpdateRule rule(proto, solver, params, lambda, cfg);
+    std::vector<std::thread> threads;
+    std::vector<LearnerSummary> summaries(lambda);
+    for (int l = 0; l < lambda; ++l)
+        threads.emplace_back([&, l] {
+            InProcessTransport t(hub, 2 + l);
+            LearnerConfig lc;
+            lc.overlap = overlap;
+            lc.synchronous = proto.synchronous();
+            lc.report_every = 3;
+            summaries[l] = run_learner(t, lc, make_work(l));
+        });
+    threads.emplace_back([&] {
+        InProcessTransport t(hub, 1);
+        StatsConfig sc;
+        sc.learners = lambda;
+        sc.param_floats = params.size();
+        sc.protocol = proto.name();
+        run_stats_server(
+            t, sc, [](const float*) { return TestResult{0.5, 1.0}; },
+            [&](const std::string& line) { out.epoch_lines.push_back(line); });
+    });
+    InProcessTransport t(hub, 0);
+    PsConfig pc;
+    for (int l = 0; l < lambda; ++l) pc.learner_ranks.push_back(2 + l);
+    pc.samples_per_epoch = samples_per_epoch;
+    pc.epochs = epochs;
+    ParameterServer ps(t, rule, params, pc);
+    out.ps = ps.run();
+    for (auto& th : threads) th.join();
+    out.weights.assign(params.values(), params.values() + params.size());
+    out.staleness = rule.staleness();
+    out.learners = summaries;
+    return out;
+}
+
+// Learner work for the toy objective 0.5 * |w - target|^2: the gradient is w - target.
+struct Quadratic {
+    std::vector<float> w, g;
+    explicit Quadratic(size_t n) : w(n), g(n) {}
+    LearnerWork work() {
+        LearnerWork lw;
+        lw.param_floats = w.size();
+        lw.load_weights = [this](const float* p) { std::copy(p, p + w.size(), w.begin()); };
+        lw.compute = [this] {
+            double loss = 0;
+            for (size_t i = 0; i < w.size(); ++i) {
+                g[i] = w[i] - 3.0f;
+                loss += 0.5 * g[i] * g[i];
+            }
+            return loss;
+        };
+        lw.gradients = g.data();
+        return lw;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("whole system on the in-process transport: every protocol and mode converges and ends cleanly") {
+    struct Case {
+        std::string protocol;
+        int n;
+        bool overlap;
+    };
+    for (const Case& c : {Case{"hardsync", 1, false}, Case{"hardsync", 1, true}, Case{"softsync", 1, false},
+                          Case{"softsync", 2, true}, Case{"softsync", 4, false}, Case{"async", 1, true}}) {
+        CAPTURE(c.protocol);
+        CAPTURE(c.n);
+        CAPTURE(c.overlap);
+        const int lambda = 4;
+        auto proto = make_protocol(c.protocol, lambda, c.n);
+        nn::ParamStore params = vector_store(5);
+        nn::Solver solver(plain_sgd(0.05), params);
+        UpdateRuleConfig cfg;
+        cfg.batch = 1;
+        cfg.reference_batch = 1;
+        std::vector<std::unique_ptr<Quadratic>> models;
+        for (int l = 0; l < lambda; ++l) models.push_back(std::make_unique<Quadratic>(params.size()));
+        auto fut = std::async(std::launch::async, [&] {
+            return run_system(*proto, lambda, c.overlap, params, solver, cfg, 100, 3,
+                              [&](int l) { return models[l]->work(); });
+        });
+        REQUIRE(fut.wait_for(std::chrono::seconds(60)) == std::future_status::ready);  // a hang fails
+        SystemResult r = fut.get();
+        CHECK(r.epoch_lines.size() == 3);
+        CHECK(r.epoch_lines.back().find("\"epoch\":3") != std::string::npos);
+        CHECK(r.ps.samples >= 300);
+        CHECK(r.ps.updates == r.ps.samples / proto->gradients_per_update());
+        CHECK(r.staleness.gradients() == r.ps.samples);
+        int64_t total = 0;
+        for (int64_t v : r.staleness.histogram()) total += v;
+        CHECK(total == r.staleness.gradients());
+        if (proto->synchronous()) CHECK(r.staleness.max() == 0);
+        for (float w : std::vector<float>(r.weights.begin(), r.weights.begin() + 5)) CHECK(w == doctest::Approx(3.0).epsilon(0.05));
+        for (const auto& s : r.learners) CHECK(s.minibatches > 0);
+    }
+}
+
+TEST_CASE("hardsync: lambda learners of mini-batch mu equal one learner of mini-batch lambda*mu on the same samples") {
+    const std::string text = R"(
+        layer { name: 'd' type: 'Data' top: 'data' top: 'label' data_param { batch_size: 4 } }
+        layer { name: 'conv' type: 'Convolution' bottom: 'data' top: 'conv'
+                convolution_param { num_output: 3 kernel_size: 3 pad: 1 weight_filler { type: 'xavier' } } }
+        layer { name: 'relu' type: 'ReLU' bottom: 'conv' top: 'conv' }
+        layer { name: 'pool' type: 'Pooling' bottom: 'conv' top: 'pool' pooling_param { pool: AVE kernel_size: 2 stride: 2 } }
+        layer { name: 'ip' type: 'InnerProduct' bottom: 'pool' top: 'ip'
+                inner_product_param { num_output: 3 weight_filler { type: 'xavier' } } }
+        layer { name: 'loss' type: 'SoftmaxWithLoss' bottom: 'ip' bottom: 'label' top: 'loss' }
+    )";
+    const int lambda = 3, mu = 4, updates = 6;
+    data::Dataset d;
+    d.channels = 1;
+    d.height = d.width = 6;
+    std::mt19937 rng(3);
+    for (int i = 0; i < 50; ++i) {
+        d.labels.push_back(static_cast<uint8_t>(i % 3));
+        for (int p = 0; p < 36; ++p) d.pixels.push_back(static_cast<uint8_t>(rng() % 64 + (p % 3 == i % 3 ? 150 : 0)));
+    }
+    data::Transform tf;
+    tf.scale = 1.0f / 255;
+    nn::NetSpec spec = nn::parse_net_spec(text, "<hardsync>");
+    nn::SolverSpec sgd = plain_sgd(0.1, 0.9);
+    sgd.weight_decay = 1e-3;
+    auto net_for = [&](int batch) {
+        nn::NetOptions o;
+        o.batch = batch;
+        o.data_chw = {1, 6, 6};
+        return std::make_unique<nn::Net>(spec, o);
+    };
+
+    // Distributed: learner l samples with seed 100 + l.
+    auto ps_net = net_for(mu);
+    ps_net->params().fill(9);
+    const std::vector<float> initial(ps_net->params().values(), ps_net->params().values() + ps_net->params().size());
+    nn::Solver ps_solver(sgd, ps_net->params());
+    std::vector<std::unique_ptr<nn::Net>> nets;
+    std::vector<std::unique_ptr<data::Prefetcher>> streams;
+    for (int l = 0; l < lambda; ++l) {
+        nets.push_back(net_for(mu));
+        streams.push_back(std::make_unique<data::Prefetcher>(d, tf, mu, 100 + l, 0));
+    }
+    auto work = [&](int l) {
+        LearnerWork w;
+        nn::Net& net = *nets[l];
+        w.param_floats = net.params().size();
+        w.load_weights = [&net](const float* p) { std::copy(p, p + net.params().size(), net.params().values()); };
+        w.compute = [&net, &streams, l] {
+            const data::Batch& b = streams[l]->next();
+            std::copy(b.data.begin(), b.data.end(), net.input_data().data);
+            std::copy(b.labels.begin(), b.labels.end(), net.input_label()->data);
+            net.params().zero_grads();
+            const double loss = net.forward();
+            net.backward();
+            return loss;
+        };
+        w.gradients = net.params().grads();
+        return w;
+    };
+    HardSync hs(lambda);
+    UpdateRuleConfig cfg;
+    cfg.batch = mu;
+    cfg.reference_batch = lambda * mu;
+    cfg.base_scale = std::sqrt(float(lambda * mu) / cfg.reference_batch);  // = 1
+    SystemResult r = run_system(hs, lambda, false, ps_net->params(), ps_solver, cfg, lambda * mu * updates, 1, work);
+    REQUIRE(r.ps.updates == updates);
+
+    // One learner of mini-batch lambda*mu over the same samples: update k takes every learner's k-th batch.
+    auto big = net_for(lambda * mu);
+    std::copy(initial.begin(), initial.end(), big->params().values());
+    nn::Solver big_solver(sgd, big->params());
+    std::vector<std::unique_ptr<data::Prefetcher>> replay;
+    for (int l = 0; l < lambda; ++l) replay.push_back(std::make_unique<data::Prefetcher>(d, tf, mu, 100 + l, 0));
+    const int64_t per = 36;
+    for (int k = 0; k < updates; ++k) {
+        for (int l = 0; l < lambda; ++l) {
+            const data::Batch& b = replay[l]->next();
+            std::copy(b.data.begin(), b.data.end(), big->input_data().data + l * mu * per);
+            std::copy(b.labels.begin(), b.labels.end(), big->input_label()->data + l * mu);
+        }
+        big->params().zero_grads();
+        big->forward();
+        big->backward();
+        big_solver.apply(big->params().grads(), k);
+    }
+    double max_diff = 0, max_change = 0;
+    for (size_t i = 0; i < initial.size(); ++i) {
+        max_diff = std::max(max_diff, double(std::fabs(r.weights[i] - big->params().values()[i])));
+        max_change = std::max(max_change, double(std::fabs(initial[i] - big->params().values()[i])));
+    }
+    CAPTURE(max_diff);
+    CAPTURE(max_change);
+    CHECK(max_change > 1e-2);       // the runs did move the weights
+    CHECK(max_diff < 1e-5);         // and agree up to reassociation
+}
