@@ -199,6 +199,7 @@ int run_dist(const DistOptions& o, int* argc, char*** argv) {
         std::fflush(stdout);
         std::fprintf(stderr, "rudra dist [rank %d]: error: %s\n", rank, e.what());
         std::fflush(stderr);
+        usleep(300000);  // let mpiexec relay the message before MPI_Abort ends its proxies
         dist::MpiSession::abort_all(1);
     }
     return 0;
