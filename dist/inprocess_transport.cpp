@@ -14,6 +14,18 @@ void InProcessTransport::send(int dest, int tag, const void* data, size_t bytes)
     hub_.cv_.notify_all();
 }
 
+void InProcessTransport::barrier() {
+    std::unique_lock<std::mutex> lock(hub_.mu_);
+    const long gen = hub_.generation_;
+    if (++hub_.arrived_ == hub_.size()) {
+        hub_.arrived_ = 0;
+        ++hub_.generation_;
+        hub_.cv_.notify_all();
+        return;
+    }
+    hub_.cv_.wait(lock, [&] { return hub_.generation_ != gen; });
+}
+
 Envelope InProcessTransport::recv(int source, int tag, std::vector<char>& buf) {
     std::unique_lock<std::mutex> lock(hub_.mu_);
     auto& q = hub_.queues_.at(rank_);

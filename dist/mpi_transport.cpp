@@ -41,6 +41,16 @@ void MpiTransport::send(int dest, int tag, const void* data, size_t bytes) {
     });
 }
 
+void MpiTransport::barrier() {
+    MPI_Request req;
+    MPI_Ibarrier(MPI_COMM_WORLD, &req);
+    policy_.wait([&] {
+        int done = 0;
+        MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        return done != 0;
+    });
+}
+
 Envelope MpiTransport::recv(int source, int tag, std::vector<char>& buf) {
     MPI_Message msg;
     MPI_Status status;

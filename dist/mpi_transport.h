@@ -25,6 +25,7 @@ public:
     int size() const override { return size_; }
     void send(int dest, int tag, const void* data, size_t bytes) override;
     Envelope recv(int source, int tag, std::vector<char>& buf) override;
+    void barrier() override;
 
 private:
     WaitPolicy policy_;

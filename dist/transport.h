@@ -24,6 +24,9 @@ public:
     virtual void send(int dest, int tag, const void* data, size_t bytes) = 0;
     // Blocks until a message from `source` with `tag` (or any) arrives; `buf` is resized to it.
     virtual Envelope recv(int source, int tag, std::vector<char>& buf) = 0;
+    // Returns when every rank has called it (so that training starts together, not as each
+    // rank finishes loading its data).
+    virtual void barrier() = 0;
 };
 
 }  // namespace rudra::dist

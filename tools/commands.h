@@ -48,6 +48,7 @@ struct DistOptions {
     std::string lr_modulation;  // none | average | per-gradient ("": protocol default)
     int reference_batch = 0;    // B in hardsync's alpha0 * sqrt(lambda * mu / B) (0: the Data layer's)
     std::string warm_start;
+    double base_lr = 0;         // alpha0 (0: the solver's base_lr)
     int64_t seed = -1;
     int threads = 1;            // OpenMP threads per rank
     int wait_spin = 50, wait_sleep_us = 20;

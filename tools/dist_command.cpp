@@ -44,6 +44,7 @@ Setup read_setup(const DistOptions& o) {
     if (!s.train_layer) throw std::runtime_error(s.solver.net + ": the net has no Data layer for phase TRAIN");
     s.test_layer = s.net.data_layer(nn::Phase::Test);
     s.seed = o.seed >= 0 ? o.seed : (s.solver.random_seed >= 0 ? s.solver.random_seed : 1);
+    if (o.base_lr > 0) s.solver.lr.base_lr = o.base_lr;
     return s;
 }
 
@@ -83,11 +84,12 @@ void run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, int lambda
     pc.stats_rank = kStatsRank;
     pc.samples_per_epoch = sets.train.size();
     pc.epochs = o.epochs;
-    std::printf("rudra dist: %s, %d learners, mini-batch %d, %s, lr scale %.4g, %d epochs of %lld images, output %s\n",
-                protocol->name().c_str(), lambda, rc.batch, o.mode.c_str(), rc.base_scale, o.epochs,
+    std::printf("rudra dist: %s, %d learners, mini-batch %d, %s, base_lr %g x %.4g, %d epochs of %lld images, output %s\n",
+                protocol->name().c_str(), lambda, rc.batch, o.mode.c_str(), s.solver.lr.base_lr, rc.base_scale, o.epochs,
                 static_cast<long long>(pc.samples_per_epoch), o.output.c_str());
     std::fflush(stdout);
     dist::ParameterServer ps(t, rule, params, pc);
+    t.barrier();
     dist::PsResult r = ps.run();
 
     nn::Snapshot snap;
@@ -115,7 +117,7 @@ void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, int lam
     MetricsLog log((fs::path(o.output) / "metrics.jsonl").string(), false);
     log.write({{"event", "start"}, {"solver", o.solver}, {"protocol", o.protocol}, {"n", o.n}, {"learners", lambda},
                {"batch", o.batch}, {"mode", o.mode}, {"epochs", o.epochs}, {"lr_modulation", o.lr_modulation},
-               {"warm_start", o.warm_start}, {"train_images", sets.train.size()}, {"test_images", sets.test.size()}});
+               {"warm_start", o.warm_start}, {"base_lr", s.solver.lr.base_lr}, {"train_images", sets.train.size()}, {"test_images", sets.test.size()}});
     dist::StatsConfig sc;
     sc.ps_rank = kPsRank;
     sc.learners = lambda;
@@ -125,6 +127,7 @@ void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, int lam
         std::printf("%s\n", line.c_str());
         std::fflush(stdout);
     };
+    t.barrier();
     dist::run_stats_server(
         t, sc,
         [&](const float* w) {
@@ -163,6 +166,7 @@ void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, 
     lc.stats_rank = kStatsRank;
     lc.overlap = o.mode == "overlap";
     lc.synchronous = o.protocol == "hardsync";
+    t.barrier();
     dist::run_learner(t, lc, work);
 }
 
