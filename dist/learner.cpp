@@ -89,12 +89,13 @@ LearnerSummary run_learner(Transport& t, const LearnerConfig& cfg, const Learner
         }
     });
 
-    auto report = [&](bool done) {
+    // Totals for the statistics server, read under the lock (the compute thread writes them).
+    auto take_report = [&](bool done) {
         LearnerReport r{loss_since_report, losses_since_report, summary.compute_s, summary.wait_s,
                         summary.minibatches, done ? 1 : 0};
         loss_since_report = 0.0;
         losses_since_report = 0;
-        t.send(cfg.stats_rank, kLearnerReport, &r, sizeof r);
+        return r;
     };
 
     std::thread push([&] {
@@ -107,6 +108,7 @@ LearnerSummary run_learner(Transport& t, const LearnerConfig& cfg, const Learner
                 }
                 t.send(cfg.ps_rank, kGradient, push_buf.data(), push_buf.size());
                 bool send_report;
+                LearnerReport r{};
                 {
                     std::lock_guard<std::mutex> lock(s.mu);
                     s.push_pending = false;
@@ -114,13 +116,19 @@ LearnerSummary run_learner(Transport& t, const LearnerConfig& cfg, const Learner
                     loss_since_report += s.push_loss;
                     ++losses_since_report;
                     send_report = summary.minibatches % cfg.report_every == 0;
+                    if (send_report) r = take_report(false);
                     s.cv.notify_all();
                 }
-                if (send_report) report(false);
+                if (send_report) t.send(cfg.stats_rank, kLearnerReport, &r, sizeof r);
             }
             // Last messages: Bye tells the PS nothing more comes from this learner.
             t.send(cfg.ps_rank, kBye, nullptr, 0);
-            report(true);
+            LearnerReport last;
+            {
+                std::lock_guard<std::mutex> lock(s.mu);
+                last = take_report(true);
+            }
+            t.send(cfg.stats_rank, kLearnerReport, &last, sizeof last);
         } catch (...) {
             fail(std::current_exception());
             std::lock_guard<std::mutex> lock(s.mu);
@@ -162,8 +170,9 @@ LearnerSummary run_learner(Transport& t, const LearnerConfig& cfg, const Learner
             lock.unlock();
             const auto t0 = Clock::now();
             const double loss = work.compute();
-            summary.compute_s += seconds(t0, Clock::now());
+            const double spent = seconds(t0, Clock::now());
             lock.lock();
+            summary.compute_s += spent;
             // One gradient in flight: wait until the previous one has left.
             wait_for(lock, [&] { return !s.push_pending || s.stop; });
             if (s.stop) break;

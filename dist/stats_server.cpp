@@ -13,7 +13,7 @@ void run_stats_server(Transport& t, const StatsConfig& cfg, const std::function<
                       const std::function<void(const std::string&)>& log) {
     std::vector<char> in;
     kernels::AlignedBuffer weights(cfg.param_floats);
-    std::vector<double> compute_s(cfg.learners + 2, 0.0), wait_s(cfg.learners + 2, 0.0);
+    std::vector<double> compute_s(t.size(), 0.0), wait_s(t.size(), 0.0);  // by rank
     double loss_sum = 0.0;
     int64_t loss_count = 0, prev_samples = 0;
     double prev_elapsed = 0.0;
@@ -25,9 +25,8 @@ void run_stats_server(Transport& t, const StatsConfig& cfg, const std::function<
             const auto r = unpack_header<LearnerReport>(in);
             loss_sum += r.loss_sum;
             loss_count += r.loss_count;
-            const size_t slot = static_cast<size_t>(e.source) % compute_s.size();
-            compute_s[slot] = r.compute_s;
-            wait_s[slot] = r.wait_s;
+            compute_s.at(static_cast<size_t>(e.source)) = r.compute_s;  // totals: keep the latest
+            wait_s.at(static_cast<size_t>(e.source)) = r.wait_s;
             done += r.done ? 1 : 0;
             continue;
         }
