@@ -25,6 +25,15 @@ void MpiSession::abort_all(int code) {
     std::abort();
 }
 
+int MpiSession::ranks_on_this_node() {
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int n = 1;
+    MPI_Comm_size(node, &n);
+    MPI_Comm_free(&node);
+    return n;
+}
+
 MpiTransport::MpiTransport(WaitPolicy policy) : policy_(policy) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);

@@ -16,6 +16,8 @@ public:
     MpiSession& operator=(const MpiSession&) = delete;
     // Ends every rank at once (used on errors, so that no rank waits forever).
     [[noreturn]] static void abort_all(int code);
+    // How many ranks of this job share this rank's node.
+    static int ranks_on_this_node();
 };
 
 class MpiTransport final : public Transport {

@@ -51,7 +51,7 @@ struct DistOptions {
     double base_lr = 0;         // alpha0 (0: the solver's base_lr)
     int64_t seed = -1;
     int threads = 1;            // OpenMP threads per rank
-    int wait_spin = 50, wait_sleep_us = 20;
+    int wait_spin = -1, wait_sleep_us = -1;  // -1: chosen from the load (WaitPolicy::for_load)
     std::string output = "rudra-dist";
 };
 // Initialises MPI itself (MPI_THREAD_MULTIPLE); every rank runs this.

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <thread>
 
 #include "data/batch_stream.h"
 #include "dist/learner.h"
@@ -57,7 +58,8 @@ nn::NetOptions net_options(const data::Dataset& d, nn::Phase phase, int batch, u
     return no;
 }
 
-void run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, int lambda, const data::TrainTest& sets) {
+void run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, int lambda, const data::TrainTest& sets,
+            const dist::WaitPolicy& wait) {
     nn::Net net(s.net, net_options(sets.train, nn::Phase::Train, o.batch, s.seed));
     nn::ParamStore& params = net.params();
     nn::Solver solver(s.solver, params);
@@ -84,9 +86,10 @@ void run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, int lambda
     pc.stats_rank = kStatsRank;
     pc.samples_per_epoch = sets.train.size();
     pc.epochs = o.epochs;
-    std::printf("rudra dist: %s, %d learners, mini-batch %d, %s, base_lr %g x %.4g, %d epochs of %lld images, output %s\n",
+    std::printf("rudra dist: %s, %d learners, mini-batch %d, %s, base_lr %g x %.4g, %d epochs of %lld images, "
+                "wait: spin %d then sleep %d us, output %s\n",
                 protocol->name().c_str(), lambda, rc.batch, o.mode.c_str(), s.solver.lr.base_lr, rc.base_scale, o.epochs,
-                static_cast<long long>(pc.samples_per_epoch), o.output.c_str());
+                static_cast<long long>(pc.samples_per_epoch), wait.spin, wait.sleep_us, o.output.c_str());
     std::fflush(stdout);
     dist::ParameterServer ps(t, rule, params, pc);
     t.barrier();
@@ -174,7 +177,11 @@ void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, 
 
 int run_dist(const DistOptions& o, int* argc, char*** argv) {
     dist::MpiSession mpi(argc, argv);
-    dist::MpiTransport transport(dist::WaitPolicy{o.wait_spin, o.wait_sleep_us});
+    dist::WaitPolicy wait = dist::WaitPolicy::for_load(dist::MpiSession::ranks_on_this_node(), o.threads,
+                                                       static_cast<int>(std::thread::hardware_concurrency()));
+    if (o.wait_spin >= 0) wait.spin = o.wait_spin;
+    if (o.wait_sleep_us >= 0) wait.sleep_us = o.wait_sleep_us;
+    dist::MpiTransport transport(wait);
     const int rank = transport.rank();
     try {
         if (transport.size() < 3)
@@ -189,7 +196,7 @@ int run_dist(const DistOptions& o, int* argc, char*** argv) {
         data::TrainTest sets = load_data(o.data);
         if (rank == kPsRank) {
             fs::create_directories(o.output);
-            run_ps(o, s, transport, lambda, sets);
+            run_ps(o, s, transport, lambda, sets, wait);
         } else if (rank == kStatsRank) {
             fs::create_directories(o.output);
             run_stats(o, s, transport, lambda, sets);

@@ -88,10 +88,11 @@ int main(int argc, char** argv) {
     d->add_option("--warm-start", dist.warm_start, "start from this snapshot's weights")->check(CLI::ExistingFile);
     d->add_option("--seed", dist.seed, "random seed")->check(CLI::NonNegativeNumber);
     d->add_option("--threads-per-rank", dist.threads, "OpenMP threads of each rank")->check(CLI::PositiveNumber)->capture_default_str();
-    d->add_option("--wait-spin", dist.wait_spin, "MPI tests before sleeping while waiting")->check(CLI::NonNegativeNumber)->capture_default_str();
-    d->add_option("--wait-sleep-us", dist.wait_sleep_us, "sleep between MPI tests (0: spin; for dedicated cores)")
-        ->check(CLI::NonNegativeNumber)
-        ->capture_default_str();
+    d->add_option("--wait-spin", dist.wait_spin, "MPI tests before sleeping while waiting (default 50)")
+        ->check(CLI::NonNegativeNumber);
+    d->add_option("--wait-sleep-us", dist.wait_sleep_us,
+                  "sleep between MPI tests; 0 spins (default: 2000 when the node's ranks x threads exceed its cores, else 20)")
+        ->check(CLI::NonNegativeNumber);
     d->add_option("-o,--output", dist.output, "directory for metrics.jsonl, staleness.json and final.rudra")->capture_default_str();
 #endif
 
