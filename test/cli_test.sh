@@ -2,15 +2,7 @@
 # End-to-end checks of the rudra command on a small generated IDX data set: train, resume,
 # test, time, interruption, and clear errors with a non-zero exit for bad input.
 # Usage: cli_test.sh RUDRA_BINARY SOURCE_DIR
-set -u
-rudra=$1
-src=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-passes=0
-pass() { passes=$((passes + 1)); }
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+. "$(dirname "$0")/harness.sh" "$@"
 expect() {  # expect DESCRIPTION COMMAND... : command must succeed
   local what=$1; shift
   if timeout 300 "$@" >"$work/out" 2>&1; then pass; else fail "$what (exit $?)"; cat "$work/out"; fi
@@ -23,7 +15,6 @@ expect_error() {  # expect_error DESCRIPTION PATTERN COMMAND... : must fail and 
   else fail "$what: exit $rc, wanted an error containing '$pattern'"; cat "$work/out"; fi
 }
 
-. "$(dirname "$0")/make_idx.sh"
 data=$work/data
 mkdir -p "$data"
 mkdata "$data" train 640 1
@@ -88,5 +79,4 @@ expect_error "unknown option" "--bogus" "$rudra" train "$solver" --bogus
 expect_error "Data net needs a shape" "--input-shape" "$rudra" time "$src/models/cifar10_full/cifar10_full_train_test.prototxt"
 expect_error "snapshot of another net" "do not match" "$rudra" test "$src/test/models/lenet_train_test.prototxt" "$snap" --data "$data"
 
-echo "$passes passed, $failures failed"
-[ $failures -eq 0 ]
+finish

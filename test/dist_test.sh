@@ -4,16 +4,7 @@
 # leaves metrics, staleness and a final snapshot that `rudra test` reads; bad settings fail
 # with a clear error instead of hanging.
 # Usage: dist_test.sh RUDRA_BINARY SOURCE_DIR
-set -u
-rudra=$1
-src=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-passes=0
-pass() { passes=$((passes + 1)); }
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-. "$(dirname "$0")/make_idx.sh"
+. "$(dirname "$0")/harness.sh" "$@"
 data=$work/data
 mkdir -p "$data"
 mkdata "$data" train 960 1
@@ -58,5 +49,4 @@ expect_error bad_n "--n 7 must be in [1, 3]" 5 --data "$data" --protocol softsyn
 expect_error too_few "needs at least 3 ranks" 2 --data "$data" --protocol async
 expect_error bad_data "data directory does not exist" 4 --protocol async --data "$work/nowhere"
 
-echo "$passes passed, $failures failed"
-[ $failures -eq 0 ]
+finish

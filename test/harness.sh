@@ -1,5 +1,20 @@
 #!/usr/bin/env bash
-# Sourced by the command tests: writes a small IDX data set in the Fashion-MNIST file layout.
+# Sourced by the command tests (cli_test.sh, dist_test.sh) with their arguments RUDRA_BINARY
+# SOURCE_DIR: a scratch folder removed on exit, pass/fail counting, a data generator.
+set -u
+rudra=$1
+src=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+passes=0
+pass() { passes=$((passes + 1)); }
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+finish() {
+  echo "$passes passed, $failures failed"
+  [ $failures -eq 0 ]
+}
+
 # 28x28 images of 10 classes: class k lights a 7x7 block at row 7*(k/4), column 7*(k%4), plus noise.
 mkdata() {  # mkdata DIR PREFIX COUNT SEED
   perl -e '
