@@ -5,6 +5,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <future>
@@ -16,6 +17,7 @@
 #include "dist/parameter_server.h"
 #include "dist/stats_server.h"
 #include "dist/update_rule.h"
+#include "dist/wait_policy.h"
 #include "nn/net.h"
 #include "nn/solver.h"
 
@@ -343,4 +345,26 @@ TEST_CASE("hardsync: lambda learners of mini-batch mu equal one learner of mini-
     CAPTURE(max_change);
     CHECK(max_change > 1e-2);       // the runs did move the weights
     CHECK(max_diff < 1e-5);         // and agree up to reassociation
+}
+
+TEST_CASE("barrier: no rank passes before all have arrived; the wait policy follows the load") {
+    InProcessHub hub(4);
+    std::atomic<int> arrived{0};
+    std::atomic<int> early{0};
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < 4; ++r)
+        ranks.emplace_back([&, r] {
+            InProcessTransport t(hub, r);
+            std::this_thread::sleep_for(std::chrono::milliseconds(10 * r));
+            ++arrived;
+            t.barrier();
+            if (arrived.load() != 4) ++early;
+            t.barrier();  // a second round works too
+        });
+    for (auto& th : ranks) th.join();
+    CHECK(early.load() == 0);
+    CHECK(WaitPolicy::for_load(32, 1, 2).sleep_us == 2000);
+    CHECK(WaitPolicy::for_load(2, 1, 16).sleep_us == 20);
+    CHECK(WaitPolicy::for_load(4, 4, 16).sleep_us == 20);
+    CHECK(WaitPolicy::for_load(5, 4, 16).sleep_us == 2000);
 }
