@@ -107,6 +107,9 @@ int run_train(const TrainOptions& o) {
         data_seed = s.data_seed;
     }
 
+    // From here on an interruption ends the run with a snapshot instead of killing it.
+    std::signal(SIGINT, on_stop_signal);
+    std::signal(SIGTERM, on_stop_signal);
     const std::string out_dir = o.output.empty() ? "rudra-run" : o.output;
     fs::create_directories(out_dir);
     MetricsLog log((fs::path(out_dir) / "metrics.jsonl").string(), !o.resume.empty());
@@ -144,8 +147,6 @@ int run_train(const TrainOptions& o) {
         return path;
     };
 
-    std::signal(SIGINT, on_stop_signal);
-    std::signal(SIGTERM, on_stop_signal);
     ProgressBar bar(isatty(STDERR_FILENO) != 0);
     data::Prefetcher prefetch(sets.train, train_tf, batch, data_seed, position);
     nn::Blob& x = train_net.input_data();
