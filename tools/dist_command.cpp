@@ -107,8 +107,10 @@ void run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, int lambda
     nn::write_snapshot(snap_path, snap);
     const std::string stale_path = (fs::path(o.output) / "staleness.json").string();
     rule.staleness().write_json(stale_path, protocol->name());
-    std::printf("PS: %lld updates, %lld gradients, staleness mean %.3f max %lld, %.1f s; snapshot %s, staleness %s\n",
+    std::printf("PS: %lld updates, %lld gradients (%lld more arrived after the last epoch and were dropped), "
+                "staleness mean %.3f max %lld, %.1f s; snapshot %s, staleness %s\n",
                 static_cast<long long>(r.updates), static_cast<long long>(rule.staleness().gradients()),
+                static_cast<long long>(r.dropped_gradients),
                 rule.staleness().mean(), static_cast<long long>(rule.staleness().max()), r.elapsed_s,
                 snap_path.c_str(), stale_path.c_str());
 }
