@@ -32,18 +32,23 @@ constexpr int kPsRank = 0, kStatsRank = 1, kFirstLearner = 2;
 struct Setup {
     nn::SolverSpec solver;
     nn::NetSpec net;
-    const nn::LayerSpec* train_layer = nullptr;
-    const nn::LayerSpec* test_layer = nullptr;
     uint64_t seed = 1;
+
+    const nn::LayerSpec& train_layer() const { return *net.data_layer(nn::Phase::Train); }  // checked in read_setup
+    // The TEST Data layer, or the TRAIN one when the net has none.
+    const nn::LayerSpec& test_layer() const {
+        const nn::LayerSpec* l = net.data_layer(nn::Phase::Test);
+        return l ? *l : train_layer();
+    }
+    bool has_test_layer() const { return net.data_layer(nn::Phase::Test) != nullptr; }
 };
 
 Setup read_setup(const DistOptions& o) {
     Setup s;
     s.solver = nn::load_solver_spec(o.solver);
     s.net = nn::load_net_spec(s.solver.net);
-    s.train_layer = s.net.data_layer(nn::Phase::Train);
-    if (!s.train_layer) throw std::runtime_error(s.solver.net + ": the net has no Data layer for phase TRAIN");
-    s.test_layer = s.net.data_layer(nn::Phase::Test);
+    if (!s.net.data_layer(nn::Phase::Train))
+        throw std::runtime_error(s.solver.net + ": the net has no Data layer for phase TRAIN");
     s.seed = o.seed >= 0 ? o.seed : (s.solver.random_seed >= 0 ? s.solver.random_seed : 1);
     if (o.base_lr > 0) s.solver.lr.base_lr = o.base_lr;
     return s;
@@ -78,7 +83,7 @@ void run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, int lambda
                                                   ? (o.protocol == "softsync" ? "average" : "none")
                                                   : o.lr_modulation);
     rc.batch = net.batch();
-    rc.reference_batch = o.reference_batch > 0 ? o.reference_batch : s.train_layer->batch_size;
+    rc.reference_batch = o.reference_batch > 0 ? o.reference_batch : s.train_layer().batch_size;
     if (protocol->synchronous()) rc.base_scale = static_cast<float>(std::sqrt(double(lambda) * rc.batch / rc.reference_batch));
     dist::UpdateRule rule(*protocol, solver, params, lambda, rc);
     dist::PsConfig pc;
@@ -116,9 +121,10 @@ void run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, int lambda
 }
 
 void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, int lambda, const data::TrainTest& sets) {
-    nn::Net net(s.net, net_options(sets.test, nn::Phase::Test, s.test_layer ? 0 : o.batch, s.seed));
+    nn::Net net(s.net, net_options(sets.test, nn::Phase::Test, s.has_test_layer() ? 0 : o.batch, s.seed));
     std::vector<std::string> notes;
-    const data::Transform tf = make_transform((s.test_layer ? s.test_layer : s.train_layer)->transform, sets.train, notes);
+    std::vector<float> mean;
+    const data::Transform tf = make_transform(s.test_layer().transform, sets.train, mean, notes);
     MetricsLog log((fs::path(o.output) / "metrics.jsonl").string(), false);
     log.write({{"event", "start"}, {"solver", o.solver}, {"protocol", o.protocol}, {"n", o.n}, {"learners", lambda},
                {"batch", o.batch}, {"mode", o.mode}, {"epochs", o.epochs}, {"lr_modulation", o.lr_modulation},
@@ -140,14 +146,15 @@ void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, int lam
             EvalResult r = evaluate(net, sets.test, tf);
             return dist::TestResult{r.accuracy, r.loss};
         },
-        [&](const std::string& line) { log.write(nlohmann::json::parse(line)); });
+        [&](const std::string& line) { log.write_line(line); });
 }
 
 void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, const data::TrainTest& sets) {
     const int rank = t.rank();
     nn::Net net(s.net, net_options(sets.train, nn::Phase::Train, o.batch, s.seed + rank));
     std::vector<std::string> notes;
-    const data::Transform tf = make_transform(s.train_layer->transform, sets.train, notes);
+    std::vector<float> mean;
+    const data::Transform tf = make_transform(s.train_layer().transform, sets.train, mean, notes);
     // Each learner samples its own seeded stream over the whole training set.
     data::Prefetcher prefetch(sets.train, tf, net.batch(), s.seed * 7919 + static_cast<uint64_t>(rank), 0);
     nn::ParamStore& params = net.params();

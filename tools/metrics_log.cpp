@@ -9,8 +9,10 @@ MetricsLog::MetricsLog(const std::string& path, bool append)
     if (!out_) throw std::runtime_error(path + ": cannot open the metrics file for writing");
 }
 
-void MetricsLog::write(const nlohmann::json& event) {
-    out_ << event.dump() << '\n';
+void MetricsLog::write(const nlohmann::json& event) { write_line(event.dump()); }
+
+void MetricsLog::write_line(const std::string& json_line) {
+    out_ << json_line << '\n';
     out_.flush();
     if (!out_) throw std::runtime_error(path_ + ": write failed");
 }

@@ -12,6 +12,8 @@ public:
     // append: continue an existing log (a resumed run) instead of starting a new one.
     MetricsLog(const std::string& path, bool append);
     void write(const nlohmann::json& event);
+    // A line that is already one JSON object (from a part that does not use nlohmann-json).
+    void write_line(const std::string& json_line);
     const std::string& path() const { return path_; }
 
 private:

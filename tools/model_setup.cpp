@@ -25,15 +25,18 @@ data::TrainTest load_data(const DataOptions& o) {
 }
 
 data::Transform make_transform(const nn::TransformSpec& spec, const data::Dataset& train,
-                               std::vector<std::string>& notes) {
+                               std::vector<float>& mean, std::vector<std::string>& notes) {
     data::Transform t;
     t.scale = spec.scale;
     t.mirror = spec.mirror;
     t.crop = spec.crop_size;
     if (!spec.mean_file.empty()) {
-        t.mean = data::pixel_mean(train);
-        notes.push_back("mean_file \"" + spec.mean_file + "\": subtracting the per-pixel mean computed over the " +
-                        std::to_string(train.size()) + " training images");
+        if (mean.empty()) {
+            mean = data::pixel_mean(train);
+            notes.push_back("mean_file \"" + spec.mean_file + "\": subtracting the per-pixel mean computed over the " +
+                            std::to_string(train.size()) + " training images");
+        }
+        t.mean = mean;
     } else if (!spec.mean_values.empty()) {
         if (spec.mean_values.size() != 1 && static_cast<int>(spec.mean_values.size()) != train.channels)
             throw std::runtime_error("transform_param: " + std::to_string(spec.mean_values.size()) +

@@ -26,9 +26,10 @@ struct DataOptions {
 data::TrainTest load_data(const DataOptions& o);
 
 // The data/ transform for a Data layer's transform_param. A mean_file stands for "subtract the
-// per-pixel mean", which is computed over the training set (Caffe's binaryproto is not read).
+// per-pixel mean", which is computed over the training set (Caffe's binaryproto is not read);
+// `mean` holds it once computed, so that the TRAIN and TEST transforms share one pass.
 data::Transform make_transform(const nn::TransformSpec& spec, const data::Dataset& train,
-                               std::vector<std::string>& notes);
+                               std::vector<float>& mean, std::vector<std::string>& notes);
 
 // Copies `count` samples starting at `first` (test order, no randomness) into the net's input
 // blobs; rows past the end of the set are zero with label 0. Returns how many rows are real.

@@ -22,8 +22,9 @@ int run_test(const TestOptions& o) {
         throw std::runtime_error(o.snapshot + ": the snapshot's parameters do not match net " + net_path);
     std::copy(s.params.begin(), s.params.end(), net.params().values());
     std::vector<std::string> notes;
+    std::vector<float> mean;
     const nn::LayerSpec* dl = spec.data_layer(nn::Phase::Test);
-    data::Transform tf = dl ? make_transform(dl->transform, sets.train, notes) : data::Transform{};
+    data::Transform tf = dl ? make_transform(dl->transform, sets.train, mean, notes) : data::Transform{};
     for (const auto& n : notes) std::printf("note: %s\n", n.c_str());
     EvalResult r = evaluate(net, sets.test, tf);
     std::printf("snapshot %s (iteration %llu): test_accuracy %.4f test_loss %.4f over %lld images\n",

@@ -3,7 +3,6 @@
 #include <omp.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -39,12 +38,7 @@ std::string snapshot_path(const std::string& dir, const std::string& prefix, int
 }
 
 void print_notes(const std::vector<std::string>& notes) {
-    std::vector<std::string> seen;  // the TRAIN and TEST Data layers often say the same
-    for (const auto& n : notes) {
-        if (std::find(seen.begin(), seen.end(), n) != seen.end()) continue;
-        seen.push_back(n);
-        std::printf("note: %s\n", n.c_str());
-    }
+    for (const auto& n : notes) std::printf("note: %s\n", n.c_str());
 }
 
 }  // namespace
@@ -59,9 +53,10 @@ int run_train(const TrainOptions& o) {
     data::TrainTest sets = load_data(o.data);
     std::vector<std::string> notes = solver_spec.notes;
     notes.insert(notes.end(), net_spec.notes.begin(), net_spec.notes.end());
-    data::Transform train_tf = make_transform(data_layer->transform, sets.train, notes);
+    std::vector<float> mean;
+    data::Transform train_tf = make_transform(data_layer->transform, sets.train, mean, notes);
     data::Transform test_tf =
-        test_layer ? make_transform(test_layer->transform, sets.train, notes) : train_tf;
+        test_layer ? make_transform(test_layer->transform, sets.train, mean, notes) : train_tf;
 
     const uint64_t seed = o.seed >= 0 ? o.seed : (solver_spec.random_seed >= 0 ? solver_spec.random_seed : 1);
     nn::NetOptions train_opt;
