@@ -34,6 +34,15 @@ int MpiSession::ranks_on_this_node() {
     return n;
 }
 
+int MpiSession::rank_on_this_node() {
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int r = 0;
+    MPI_Comm_rank(node, &r);
+    MPI_Comm_free(&node);
+    return r;
+}
+
 MpiTransport::MpiTransport(WaitPolicy policy) : policy_(policy) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);

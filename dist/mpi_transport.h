@@ -18,6 +18,8 @@ public:
     [[noreturn]] static void abort_all(int code);
     // How many ranks of this job share this rank's node.
     static int ranks_on_this_node();
+    // This rank's index among them (0-based).
+    static int rank_on_this_node();
 };
 
 class MpiTransport final : public Transport {

@@ -22,6 +22,8 @@ bool UpdateRule::add_gradient(int learner, int64_t ts, const float* grad) {
     const int64_t sigma = ts_ - ts;
     stats_.record_gradient(learner, sigma);
     sigma_sum_ += static_cast<double>(sigma);
+    // A slow average, so that compensated momentum does not jump with each gradient's staleness.
+    sigma_ema_ = stats_.gradients() == 1 ? static_cast<double>(sigma) : 0.99 * sigma_ema_ + 0.01 * sigma;
     clock_.push_back(ts);
     samples_ += config_.batch;
 
@@ -42,9 +44,13 @@ bool UpdateRule::add_gradient(int learner, int64_t ts, const float* grad) {
     if (config_.modulation == LrModulation::Average)
         scale /= static_cast<float>(std::max(1.0, sigma_sum_ / static_cast<double>(c)));
     last_scale_ = scale;
+    last_momentum_ = -1.0f;  // the solver's
+    if (config_.momentum_compensation) {
+        last_momentum_ = static_cast<float>(std::max(0.0, 1.0 - (1.0 - config_.momentum) * (1.0 + sigma_ema_)));
+    }
     // The solver's schedule (step, multistep, ...) counts iterations of its reference batch.
     const int64_t iteration = (samples_ - static_cast<int64_t>(c) * config_.batch) / config_.reference_batch;
-    solver_.apply(sum, iteration, scale);
+    solver_.apply(sum, iteration, scale, last_momentum_);
     stats_.record_update(clock_);
     clock_.clear();
     sigma_sum_ = 0.0;

@@ -21,6 +21,12 @@ struct UpdateRuleConfig {
     // runs on iterations of `reference_batch` samples.
     int batch = 1;
     int reference_batch = 1;
+    // Asynchrony acts as extra momentum (Mitliagkas et al., "Asynchrony begets momentum"): with
+    // compensation the solver's momentum m becomes max(0, 1 - (1 - m)(1 + <sigma>)), so that
+    // explicit and implicit momentum together stay near m. <sigma> is a running mean of staleness
+    // (over about the last 100 gradients).
+    bool momentum_compensation = false;
+    float momentum = 0.0f;  // the solver's m, used with compensation
 };
 
 class UpdateRule {
@@ -37,6 +43,7 @@ public:
     const StalenessStats& staleness() const { return stats_; }
     StalenessStats& staleness() { return stats_; }
     float last_lr_scale() const { return last_scale_; }
+    float last_momentum() const { return last_momentum_; }
 
 private:
     const Protocol& protocol_;
@@ -47,8 +54,8 @@ private:
     std::vector<int64_t> clock_;  // timestamps of the pending gradients
     StalenessStats stats_;
     int64_t ts_ = 0, samples_ = 0;
-    double sigma_sum_ = 0.0;
-    float last_scale_ = 1.0f;
+    double sigma_sum_ = 0.0, sigma_ema_ = 0.0;
+    float last_scale_ = 1.0f, last_momentum_ = -1.0f;
 };
 
 }  // namespace rudra::dist

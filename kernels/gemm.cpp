@@ -2,6 +2,11 @@
 
 #include <omp.h>
 
+#include <stdexcept>
+#include <string>
+
+#include "kernels/sgemm/sgemm.h"
+
 #ifdef RUDRA_HAVE_BLIS
 #include <blis.h>
 #endif
@@ -24,11 +29,11 @@ void sgemm_reference(Trans ta, Trans tb, int m, int n, int k, float alpha, const
     }
 }
 
-#ifdef RUDRA_HAVE_BLIS
+namespace {
 
-void sgemm(Trans ta, Trans tb, int m, int n, int k, float alpha, const float* a, int lda,
-           const float* b, int ldb, float beta, float* c, int ldc, int threads) {
-    if (m <= 0 || n <= 0) return;
+#ifdef RUDRA_HAVE_BLIS
+void sgemm_blis(Trans ta, Trans tb, int m, int n, int k, float alpha, const float* a, int lda,
+                const float* b, int ldb, float beta, float* c, int ldc, int threads) {
     rntm_t rntm = BLIS_RNTM_INITIALIZER;
     bli_rntm_set_num_threads(threads > 0 ? threads : omp_get_max_threads(), &rntm);
     float al = alpha, be = beta;
@@ -37,18 +42,48 @@ void sgemm(Trans ta, Trans tb, int m, int n, int k, float alpha, const float* a,
                  const_cast<float*>(a), lda, 1, const_cast<float*>(b), ldb, 1, &be, c, ldc, 1,
                  nullptr, &rntm);
 }
+#endif
 
-const char* gemm_backend_name() { return "blis"; }
-
-#else
+}  // namespace
 
 void sgemm(Trans ta, Trans tb, int m, int n, int k, float alpha, const float* a, int lda,
-           const float* b, int ldb, float beta, float* c, int ldc, int /*threads*/) {
-    sgemm_reference(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+           const float* b, int ldb, float beta, float* c, int ldc, int threads, GemmBackend backend) {
+    if (m <= 0 || n <= 0) return;
+    switch (backend) {
+        case GemmBackend::Own:
+            sgemm_packed(selected_micro_kernel().kernel, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+                         threads);
+            return;
+        case GemmBackend::Blis:
+#ifdef RUDRA_HAVE_BLIS
+            sgemm_blis(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threads);
+            return;
+#else
+            throw std::runtime_error("this build has no BLIS (apt-get install libblis-openmp-dev and rebuild)");
+#endif
+        case GemmBackend::Reference:
+            sgemm_reference(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+            return;
+    }
 }
 
-const char* gemm_backend_name() { return "reference"; }
-
+bool gemm_backend_available(GemmBackend backend) {
+#ifndef RUDRA_HAVE_BLIS
+    if (backend == GemmBackend::Blis) return false;
 #endif
+    return true;
+}
+
+const char* gemm_backend_name(GemmBackend backend) {
+    switch (backend) {
+        case GemmBackend::Own: {
+            static const std::string name = std::string("own (") + selected_micro_kernel().kernel.name + ")";
+            return name.c_str();
+        }
+        case GemmBackend::Blis: return "blis";
+        case GemmBackend::Reference: return "reference";
+    }
+    return "?";
+}
 
 }  // namespace rudra::kernels

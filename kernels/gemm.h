@@ -7,16 +7,22 @@ namespace rudra::kernels {
 
 enum class Trans { No, Yes };
 
+// Who computes it: the engine's own packed SGEMM (kernels/sgemm), BLIS, or the triple loop.
+enum class GemmBackend { Own, Blis, Reference };
+
 // threads: how many threads this one call may use. Layers that already run one GEMM per
 // OpenMP thread pass 1; a lone large GEMM passes 0 (= all OpenMP threads).
 void sgemm(Trans ta, Trans tb, int m, int n, int k, float alpha, const float* a, int lda,
-           const float* b, int ldb, float beta, float* c, int ldc, int threads = 1);
+           const float* b, int ldb, float beta, float* c, int ldc, int threads = 1,
+           GemmBackend backend = GemmBackend::Own);
 
 // Triple loop, the reference every optimised path is tested against.
 void sgemm_reference(Trans ta, Trans tb, int m, int n, int k, float alpha, const float* a,
                      int lda, const float* b, int ldb, float beta, float* c, int ldc);
 
-// Which library serves sgemm(): "blis" or "reference".
-const char* gemm_backend_name();
+// Whether this build has the backend (BLIS is optional).
+bool gemm_backend_available(GemmBackend backend);
+// "own (avx512)", "blis" or "reference".
+const char* gemm_backend_name(GemmBackend backend = GemmBackend::Own);
 
 }  // namespace rudra::kernels

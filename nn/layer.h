@@ -51,6 +51,8 @@ public:
     virtual bool can_run_in_place() const { return false; }
     // Layers with randomness (dropout) take a seed from the net.
     virtual void seed(uint64_t) {}
+    // The kernel backend the layer runs on and why, for `rudra time` ("" when it has no choice).
+    virtual std::string backend() const { return ""; }
 
 protected:
     [[noreturn]] void fail(const std::string& problem) const;

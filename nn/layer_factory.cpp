@@ -33,7 +33,8 @@ std::vector<std::string> known_layer_types() {
     return out;
 }
 
-std::unique_ptr<Layer> make_layer(const LayerSpec& spec, const std::string& file, Phase phase) {
+std::unique_ptr<Layer> make_layer(const LayerSpec& spec, const std::string& file, Phase phase,
+                                  const KernelOptions& kernels) {
     auto it = makers().find(spec.type);
     if (it == makers().end()) {
         std::string list;
@@ -44,7 +45,7 @@ std::unique_ptr<Layer> make_layer(const LayerSpec& spec, const std::string& file
     }
     FieldReader reader(spec.message, file, "layer '" + spec.name + "' (" + spec.type + ")");
     for (const char* f : kGenericFields) reader.accept(f);
-    LayerArgs args{spec.name, phase, reader};
+    LayerArgs args{spec.name, phase, reader, kernels};
     std::unique_ptr<Layer> layer = it->second(args);
     reader.finish();
     return layer;

@@ -68,7 +68,7 @@ Net::Net(const NetSpec& spec, const NetOptions& opt, ParamStore* shared) {
             continue;
         }
         LayerEntry e;
-        e.layer = make_layer(ls, spec.file, opt.phase);
+        e.layer = make_layer(ls, spec.file, opt.phase, opt.kernels);
         e.layer->seed(opt.seed * 1000003ull + layers_.size());
         std::vector<Shape> bottom_shapes;
         for (const auto& b : ls.bottoms) {

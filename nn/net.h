@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/aligned_buffer.h"
+#include "nn/kernel_options.h"
 #include "nn/layer.h"
 #include "nn/net_spec.h"
 #include "nn/param_store.h"
@@ -19,6 +20,7 @@ struct NetOptions {
     int batch = 0;                       // 0: the Data/Input layer's own batch size
     std::array<int, 3> data_chw{0, 0, 0};  // shape of one sample for a Data layer
     uint64_t seed = 1;                   // for layers with randomness (dropout)
+    KernelOptions kernels;               // backends of the compute layers
 };
 
 class Net {

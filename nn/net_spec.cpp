@@ -105,7 +105,7 @@ LayerSpec read_layer(const TextField& field, const std::string& file, std::vecto
         // Validate the layer's own block now, so that errors show before any work starts.
         for (Phase p : {Phase::Train, Phase::Test})
             if (s.applies_to(p)) {
-                make_layer(s, file, p);
+                make_layer(s, file, p, KernelOptions{});
                 break;
             }
     }

@@ -7,9 +7,9 @@ namespace rudra::nn {
 Solver::Solver(const SolverSpec& spec, ParamStore& params)
     : spec_(spec), params_(params), history_(params.size()) {}
 
-void Solver::apply(const float* grads, int64_t iter, float lr_scale) {
+void Solver::apply(const float* grads, int64_t iter, float lr_scale, float momentum_override) {
     const float rate = static_cast<float>(spec_.lr.rate(iter)) * lr_scale;
-    const float momentum = static_cast<float>(spec_.momentum);
+    const float momentum = momentum_override >= 0.0f ? momentum_override : static_cast<float>(spec_.momentum);
     const float delta = static_cast<float>(spec_.delta);
     float* w_all = params_.values();
     float* h_all = history_.data();

@@ -79,4 +79,31 @@ expect_error "unknown option" "--bogus" "$rudra" train "$solver" --bogus
 expect_error "Data net needs a shape" "--input-shape" "$rudra" time "$src/models/cifar10_full/cifar10_full_train_test.prototxt"
 expect_error "snapshot of another net" "do not match" "$rudra" test "$src/test/models/lenet_train_test.prototxt" "$snap" --data "$data"
 
+# Kernels: backends per layer, auto with its cache, the benchmark driver, info.
+expect "time on oneDNN or own" "$rudra" time "$src/models/cifar10_full/cifar10_full.prototxt" --batch 2 --iterations 1 \
+  --conv-backend "own,conv2=reference"
+grep -q "conv2 .*reference" "$work/out" && grep -q "conv1 .*own" "$work/out" && pass || fail "per-layer backends shown"
+RUDRA_CACHE_DIR=$work/cache expect "time with auto" "$rudra" time "$src/models/cifar10_full/cifar10_full.prototxt" \
+  --batch 2 --iterations 1 --conv-backend auto
+grep -q "auto:" "$work/out" && [ -s "$work/cache/conv_auto.json" ] && pass || fail "auto chose and cached"
+RUDRA_CACHE_DIR=$work/cache expect "auto from the cache" "$rudra" time "$src/models/cifar10_full/cifar10_full.prototxt" \
+  --batch 2 --iterations 1 --conv-backend auto
+grep -q "(cached)" "$work/out" && pass || fail "auto reads its cache"
+echo "{ broken" >"$work/cache/conv_auto.json"
+RUDRA_CACHE_DIR=$work/cache expect "auto with a damaged cache" "$rudra" time "$src/models/cifar10_full/cifar10_full.prototxt" \
+  --batch 2 --iterations 1 --conv-backend auto
+grep -q "damaged" "$work/out" && pass || fail "damaged cache reported and replaced"
+expect_error "unknown conv backend" "unknown backend 'cudnn'" "$rudra" time "$src/models/cifar10_full/cifar10_full.prototxt" --conv-backend cudnn
+expect "bench writes CSV" "$rudra" bench m40n50k30 mb1ic3ih8oc4kh3ph1 --backends own,reference --threads 1 \
+  --min-time 0.01 --format csv -o "$work/bench.csv"
+[ "$(grep -c ',own,' "$work/bench.csv")" = 4 ] && pass || fail "bench CSV has the GEMM and three conv passes for own"
+grep -q "% of peak" "$work/out" && pass || fail "bench reports percent of peak"
+expect_error "bad descriptor" "problem 'mb1ic3ihx'" "$rudra" bench mb1ic3ihx
+expect_error "bad batch file line" "b.txt:2:" bash -c "printf 'm4n4k4\nm4n4q4\n' >$work/b.txt; $rudra bench --batch-file $work/b.txt"
+expect "info" "$rudra" info --ranks 4 --threads-per-rank 11 --topology "pack:2 numa:2 core:11 pu:4"
+grep -q "rank 3: NUMA 3" "$work/out" && grep -q "sgemm chosen" "$work/out" && pass || fail "info shows kernels and the plan"
+RUDRA_SGEMM_KERNEL=reference RUDRA_VERBOSE=1 expect "forced kernel" "$rudra" info
+grep -q "forced by RUDRA_SGEMM_KERNEL=reference" "$work/out" && pass || fail "forced kernel reported"
+RUDRA_SGEMM_KERNEL=sse9 expect_error "unknown forced kernel" "unknown sgemm kernel 'sse9'" "$rudra" info
+
 finish

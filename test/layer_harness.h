@@ -18,9 +18,9 @@ namespace rudra::test {
 class LayerHarness {
 public:
     LayerHarness(const std::string& layer_block, const std::vector<nn::Shape>& bottom_shapes,
-                 nn::Phase phase = nn::Phase::Train)
+                 nn::Phase phase = nn::Phase::Train, const nn::KernelOptions& kernels = {})
         : spec_(nn::parse_net_spec("layer { " + layer_block + " }", "<test>")) {
-        layer_ = nn::make_layer(spec_.layers[0], "<test>", phase);
+        layer_ = nn::make_layer(spec_.layers[0], "<test>", phase, kernels);
         auto tops = layer_->setup(bottom_shapes);
         bottoms_.resize(bottom_shapes.size());
         tops_.resize(tops.size());

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "kernels/conv.h"
 #include "kernels/conv_reference.h"
 #include "kernels/pooling.h"
 #include "layer_harness.h"
@@ -53,11 +54,18 @@ const ConvCase kConvCases[] = {
 
 }  // namespace
 
-TEST_CASE("convolution: im2col + GEMM matches the direct reference, forward and both backward passes") {
+TEST_CASE("convolution layer on every backend matches the direct reference, forward and both backward passes") {
     std::mt19937 rng(3);
+    for (const char* backend : {"own", "blis", "onednn"})
     for (const ConvCase& k : kConvCases) {
+        if (!rudra::kernels::conv_backend_available(*rudra::kernels::conv_backend_from_name(backend))) continue;
+        CAPTURE(backend);
         CAPTURE(conv_block(k));
-        LayerHarness h(conv_block(k), {Shape{k.n, k.c, k.h, k.w}});
+        rudra::nn::KernelOptions kernels;
+        kernels.conv = backend;
+        kernels.auto_cache = "";
+        LayerHarness h(conv_block(k), {Shape{k.n, k.c, k.h, k.w}}, rudra::nn::Phase::Train, kernels);
+        CHECK(h.layer().backend() == backend);
         h.randomize(rng);
         h.forward();
         auto p = problem(k);

@@ -3,7 +3,9 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "nn/kernel_options.h"
 #include "tools/model_setup.h"
 
 namespace rudra::tools {
@@ -16,6 +18,8 @@ struct TrainOptions {
     int64_t seed = -1;   // -1: the solver's random_seed, else 1
     std::string output;  // metrics and snapshots
     std::string resume;  // snapshot to continue from
+    nn::KernelOptions kernels;  // --conv-backend
+    std::string bind = "auto";  // on | auto | off (bind_threads)
 };
 int run_train(const TrainOptions& o);
 
@@ -24,6 +28,7 @@ struct TestOptions {
     std::string snapshot;
     DataOptions data;
     int batch = 0;
+    nn::KernelOptions kernels;  // --conv-backend
 };
 int run_test(const TestOptions& o);
 
@@ -34,8 +39,34 @@ struct TimeOptions {
     std::string input_shape;  // "C,H,W" for nets with a Data layer
     std::string phase = "train";
     std::string json;         // optional JSON-lines output file
+    nn::KernelOptions kernels;  // --conv-backend
 };
 int run_time(const TimeOptions& o);
+
+struct InfoOptions {
+    int ranks = 1;         // ranks on this node to plan for
+    int threads = 0;       // threads per rank (0: the OpenMP setting)
+    std::string topology;  // hwloc synthetic description instead of this machine's
+};
+int run_info(const InfoOptions& o);
+
+// --bind: "on" pins this rank's OpenMP threads and memory to its share of the node (plan of
+// `ranks_on_node` ranks); "auto" does so only when the node is not oversubscribed (ranks x threads
+// <= PUs); "off" leaves placement to the OS. Returns a line for the log ("" when off).
+std::string bind_threads(const std::string& mode, int ranks_on_node, int rank_on_node, int threads);
+
+struct BenchOptions {
+    std::vector<std::string> problems;     // descriptor strings
+    std::vector<std::string> batch_files;  // files of descriptors
+    std::string minibatches;               // "1,4,16": sweep the conv problems' mb
+    std::string backends = "own,blis,onednn,openblas";
+    std::string threads;                   // "1,2" (default: the OpenMP setting)
+    std::string passes = "all";            // conv passes: all or any of fwd,bwd_data,bwd_weights
+    std::string format = "table";          // table | csv | jsonl
+    std::string output;                    // file for csv / jsonl (default stdout)
+    double min_time = 0.2;                 // seconds of timing per problem and backend
+};
+int run_bench(const BenchOptions& o);
 
 struct DistOptions {
     std::string solver;
@@ -46,6 +77,7 @@ struct DistOptions {
     int epochs = 1;
     std::string mode = "base";  // base | overlap
     std::string lr_modulation;  // none | average | per-gradient ("": protocol default)
+    bool momentum_compensation = false;  // lower momentum by the mean staleness (update_rule.h)
     int reference_batch = 0;    // B in hardsync's alpha0 * sqrt(lambda * mu / B) (0: the Data layer's)
     std::string warm_start;
     double base_lr = 0;         // alpha0 (0: the solver's base_lr)
@@ -53,6 +85,8 @@ struct DistOptions {
     int threads = 1;            // OpenMP threads per rank
     int wait_spin = -1, wait_sleep_us = -1;  // -1: chosen from the load (WaitPolicy::for_load)
     std::string output = "rudra-dist";
+    nn::KernelOptions kernels;  // --conv-backend
+    std::string bind = "auto";  // on | auto | off (bind_threads)
 };
 // Initialises MPI itself (MPI_THREAD_MULTIPLE); every rank runs this.
 int run_dist(const DistOptions& o, int* argc, char*** argv);

@@ -54,8 +54,10 @@ Setup read_setup(const DistOptions& o) {
     return s;
 }
 
-nn::NetOptions net_options(const data::Dataset& d, nn::Phase phase, int batch, uint64_t seed) {
+nn::NetOptions net_options(const data::Dataset& d, nn::Phase phase, int batch, uint64_t seed,
+                           const nn::KernelOptions& kernels) {
     nn::NetOptions no;
+    no.kernels = kernels;
     no.phase = phase;
     no.batch = batch;
     no.data_chw = {d.channels, d.height, d.width};
@@ -65,7 +67,7 @@ nn::NetOptions net_options(const data::Dataset& d, nn::Phase phase, int batch, u
 
 void run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, int lambda, const data::TrainTest& sets,
             const dist::WaitPolicy& wait) {
-    nn::Net net(s.net, net_options(sets.train, nn::Phase::Train, o.batch, s.seed));
+    nn::Net net(s.net, net_options(sets.train, nn::Phase::Train, o.batch, s.seed, o.kernels));
     nn::ParamStore& params = net.params();
     nn::Solver solver(s.solver, params);
     params.fill(s.seed);
@@ -83,6 +85,8 @@ void run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, int lambda
                                                   ? (o.protocol == "softsync" ? "average" : "none")
                                                   : o.lr_modulation);
     rc.batch = net.batch();
+    rc.momentum_compensation = o.momentum_compensation;
+    rc.momentum = static_cast<float>(s.solver.momentum);
     rc.reference_batch = o.reference_batch > 0 ? o.reference_batch : s.train_layer().batch_size;
     if (protocol->synchronous()) rc.base_scale = static_cast<float>(std::sqrt(double(lambda) * rc.batch / rc.reference_batch));
     dist::UpdateRule rule(*protocol, solver, params, lambda, rc);
@@ -121,13 +125,13 @@ void run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, int lambda
 }
 
 void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, int lambda, const data::TrainTest& sets) {
-    nn::Net net(s.net, net_options(sets.test, nn::Phase::Test, s.has_test_layer() ? 0 : o.batch, s.seed));
+    nn::Net net(s.net, net_options(sets.test, nn::Phase::Test, s.has_test_layer() ? 0 : o.batch, s.seed, o.kernels));
     std::vector<std::string> notes;
     std::vector<float> mean;
     const data::Transform tf = make_transform(s.test_layer().transform, sets.train, mean, notes);
     MetricsLog log((fs::path(o.output) / "metrics.jsonl").string(), false);
     log.write({{"event", "start"}, {"solver", o.solver}, {"protocol", o.protocol}, {"n", o.n}, {"learners", lambda},
-               {"batch", o.batch}, {"mode", o.mode}, {"epochs", o.epochs}, {"lr_modulation", o.lr_modulation},
+               {"batch", o.batch}, {"mode", o.mode}, {"epochs", o.epochs}, {"lr_modulation", o.lr_modulation}, {"momentum_compensation", o.momentum_compensation},
                {"warm_start", o.warm_start}, {"base_lr", s.solver.lr.base_lr}, {"train_images", sets.train.size()}, {"test_images", sets.test.size()}});
     dist::StatsConfig sc;
     sc.ps_rank = kPsRank;
@@ -151,7 +155,7 @@ void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, int lam
 
 void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, const data::TrainTest& sets) {
     const int rank = t.rank();
-    nn::Net net(s.net, net_options(sets.train, nn::Phase::Train, o.batch, s.seed + rank));
+    nn::Net net(s.net, net_options(sets.train, nn::Phase::Train, o.batch, s.seed + rank, o.kernels));
     std::vector<std::string> notes;
     std::vector<float> mean;
     const data::Transform tf = make_transform(s.train_layer().transform, sets.train, mean, notes);
@@ -201,6 +205,9 @@ int run_dist(const DistOptions& o, int* argc, char*** argv) {
         dist::make_protocol(o.protocol, lambda, o.n);  // validates protocol and n on every rank
         if (!o.lr_modulation.empty()) dist::parse_lr_modulation(o.lr_modulation);
         omp_set_num_threads(o.threads);
+        const std::string placed = bind_threads(o.bind, dist::MpiSession::ranks_on_this_node(),
+                                                dist::MpiSession::rank_on_this_node(), o.threads);
+        if (!placed.empty() && rank == kPsRank) std::printf("rank 0 %s\n", placed.c_str());
         Setup s = read_setup(o);
         data::TrainTest sets = load_data(o.data);
         if (rank == kPsRank) {

@@ -1,4 +1,4 @@
-// The `rudra` command: train, test, time.
+// The `rudra` command: train, test, time, bench, info, dist.
 #include <omp.h>
 
 #include <cstdio>
@@ -21,6 +21,17 @@ void add_data_options(CLI::App* cmd, rudra::tools::DataOptions& d) {
         ->check(CLI::NonNegativeNumber);
 }
 
+void add_kernel_options(CLI::App* cmd, rudra::nn::KernelOptions& k) {
+    cmd->add_option("--conv-backend", k.conv,
+                    "convolution backend: own, blis, onednn, reference or auto (measure each layer once, cached), "
+                    "optionally followed by per-layer choices, e.g. auto,conv1=onednn")
+        ->capture_default_str();
+    cmd->add_option("--auto-cache", k.auto_cache,
+                    "cache file of --conv-backend auto ('default': $RUDRA_CACHE_DIR, $XDG_CACHE_HOME/rudra or "
+                    "~/.cache/rudra; '': do not cache)")
+        ->capture_default_str();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -33,6 +44,10 @@ int main(int argc, char** argv) {
     auto* t = app.add_subcommand("train", "train a net from a Caffe solver file");
     t->add_option("solver", train.solver, "solver prototxt")->required()->check(CLI::ExistingFile);
     add_data_options(t, train.data);
+    add_kernel_options(t, train.kernels);
+    t->add_option("--bind", train.bind, "pin threads and memory with hwloc: on, auto (when cores are not oversubscribed), off")
+        ->check(CLI::IsMember({"on", "auto", "off"}))
+        ->capture_default_str();
     t->add_option("--epochs", train.epochs, "epochs to train (overrides the solver's max_iter)")
         ->check(CLI::PositiveNumber);
     t->add_option("--batch", train.batch, "mini-batch size (overrides the Data layer's batch_size)")
@@ -47,12 +62,14 @@ int main(int argc, char** argv) {
     e->add_option("model", test.model, "solver or net prototxt")->required()->check(CLI::ExistingFile);
     e->add_option("snapshot", test.snapshot, "snapshot file written by rudra train")->required()->check(CLI::ExistingFile);
     add_data_options(e, test.data);
+    add_kernel_options(e, test.kernels);
     e->add_option("--batch", test.batch, "mini-batch size for evaluation")->check(CLI::PositiveNumber);
     e->add_option("-t,--threads", threads, "OpenMP threads (0: all cores)")->check(CLI::NonNegativeNumber);
 
     rudra::tools::TimeOptions time;
     auto* m = app.add_subcommand("time", "time forward and backward per layer");
     m->add_option("model", time.model, "solver or net prototxt")->required()->check(CLI::ExistingFile);
+    add_kernel_options(m, time.kernels);
     m->add_option("--batch", time.batch, "mini-batch size (default: the file's)")->check(CLI::PositiveNumber);
     m->add_option("--iterations", time.iterations, "timed iterations")->check(CLI::PositiveNumber)->capture_default_str();
     m->add_option("--input-shape", time.input_shape, "sample shape C,H,W for nets with a Data layer");
@@ -60,12 +77,43 @@ int main(int argc, char** argv) {
     m->add_option("--json", time.json, "also write the timings as a JSON line to this file");
     m->add_option("-t,--threads", threads, "OpenMP threads (0: all cores)")->check(CLI::NonNegativeNumber);
 
+    rudra::tools::InfoOptions info;
+    auto* i = app.add_subcommand("info", "topology, SGEMM micro-kernels, backends and the thread placement plan");
+    i->add_option("--ranks", info.ranks, "ranks on one node to plan for")->check(CLI::PositiveNumber)->capture_default_str();
+    i->add_option("--threads-per-rank", info.threads, "threads of each rank (default: the OpenMP setting)")
+        ->check(CLI::PositiveNumber);
+    i->add_option("--topology", info.topology, "plan on an hwloc synthetic topology, e.g. \"pack:2 numa:2 core:11 pu:4\"");
+
+    rudra::tools::BenchOptions bench;
+    auto* b = app.add_subcommand("bench", "kernel throughput: own SGEMM and convolutions against BLIS, oneDNN and "
+                                          "OpenBLAS, side by side, in GFLOP/s and % of the measured peak");
+    b->add_option("problems", bench.problems,
+                  "benchdnn-style descriptors: mb128ic3ih32oc32oh32kh5ph2 (convolution), m2048n2048k2048[ta][tb] (GEMM)");
+    b->add_option("--batch-file", bench.batch_files, "file of descriptors, one per line ('#' comments)")
+        ->check(CLI::ExistingFile);
+    b->add_option("--mb", bench.minibatches, "mini-batch sweep for convolutions, e.g. 1,4,16,64,128,256");
+    b->add_option("--backends", bench.backends, "comma-separated: own, blis, onednn, openblas (GEMM), reference")
+        ->capture_default_str();
+    b->add_option("--threads", bench.threads, "comma-separated thread counts (default: the OpenMP setting)");
+    b->add_option("--passes", bench.passes, "convolution passes: all, or fwd,bwd_data,bwd_weights")->capture_default_str();
+    b->add_option("--format", bench.format, "output format")->check(CLI::IsMember({"table", "csv", "jsonl"}))->capture_default_str();
+    b->add_option("-o,--output", bench.output, "write the csv/jsonl rows to this file (a table still goes to stdout)");
+    b->add_option("--min-time", bench.min_time, "seconds of timing per problem and backend")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+
 #ifdef RUDRA_HAVE_MPI
     rudra::tools::DistOptions dist;
     auto* d = app.add_subcommand("dist", "distributed training: mpiexec -n K rudra dist SOLVER (rank 0 parameter server, "
                                          "rank 1 statistics server, K-2 learners)");
     d->add_option("solver", dist.solver, "solver prototxt")->required()->check(CLI::ExistingFile);
     add_data_options(d, dist.data);
+    add_kernel_options(d, dist.kernels);
+    d->add_option("--bind", dist.bind,
+                  "pin each rank's threads and memory to its share of the node (hwloc): on, auto (when the node's "
+                  "ranks x threads fit its PUs), off")
+        ->check(CLI::IsMember({"on", "auto", "off"}))
+        ->capture_default_str();
     d->add_option("--protocol", dist.protocol, "synchronisation protocol")
         ->check(CLI::IsMember({"hardsync", "softsync", "async"}))
         ->capture_default_str();
@@ -82,6 +130,8 @@ int main(int argc, char** argv) {
     d->add_option("--lr-modulation", dist.lr_modulation,
                   "none, average (alpha0/<sigma>, default for softsync) or per-gradient (alpha0/max(sigma,1))")
         ->check(CLI::IsMember({"none", "average", "per-gradient"}));
+    d->add_flag("--momentum-compensation", dist.momentum_compensation,
+                "lower the solver's momentum m to 1-(1-m)(1+<sigma>) for stale gradients (asynchrony acts as momentum)");
     d->add_option("--reference-batch", dist.reference_batch, "B of hardsync's alpha0*sqrt(lambda*mu/B) and of the lr schedule")
         ->check(CLI::PositiveNumber);
     d->add_option("--base-lr", dist.base_lr, "alpha0 (overrides the solver's base_lr)")->check(CLI::PositiveNumber);
@@ -99,9 +149,15 @@ int main(int argc, char** argv) {
     CLI11_PARSE(app, argc, argv);
     if (threads > 0) omp_set_num_threads(threads);
     try {
+        for (const auto* k : {&train.kernels, &test.kernels, &time.kernels}) k->validate();
+#ifdef RUDRA_HAVE_MPI
+        dist.kernels.validate();
+#endif
         if (*t) return rudra::tools::run_train(train);
         if (*e) return rudra::tools::run_test(test);
         if (*m) return rudra::tools::run_time(time);
+        if (*b) return rudra::tools::run_bench(bench);
+        if (*i) return rudra::tools::run_info(info);
 #ifdef RUDRA_HAVE_MPI
         if (*d) return rudra::tools::run_dist(dist, &argc, &argv);
 #endif

@@ -1,9 +1,25 @@
 #!/usr/bin/env bash
 # The main job on a fresh machine: set up, then train the 28x28 cifar10_full network on
-# Fashion-MNIST for 10 epochs, printing test accuracy every epoch. Extra arguments go to
-# `rudra train` (for example --epochs 2 or -o DIR).
+# Fashion-MNIST with the parameter-server system on this machine: `mpiexec -n 6 rudra dist`,
+# rank 0 the parameter server, rank 1 the statistics server, 4 learners of mini-batch 32 under
+# hardsync (mu * lambda = 128), 10 epochs; the statistics server prints test accuracy every
+# epoch and the final model lands in runs/fashion-mnist-dist/final.rudra.
+#   bash tools/run-main.sh --single     the single-node job instead (`rudra train`, mini-batch 64)
+# Other arguments go to `rudra dist` (or `rudra train`), e.g. --epochs 2 or -o DIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
-exec build/rudra train models/cifar10_full_28/cifar10_full_28_solver.prototxt \
-  --data /usr/share/datasets/fashion-mnist -o runs/fashion-mnist "$@"
+data=/usr/share/datasets/fashion-mnist
+if [ "${1:-}" = --single ]; then
+  shift
+  exec build/rudra train models/cifar10_full_28/cifar10_full_28_solver.prototxt --data "$data" \
+    -o runs/fashion-mnist "$@"
+fi
+if [ ! -x build/rudra ] || ! build/rudra dist --help >/dev/null 2>&1; then
+  echo "run-main: this build has no MPI (apt-get install mpich libmpich-dev); use --single" >&2
+  exit 1
+fi
+# One OpenMP thread per rank: six ranks share this machine's cores.
+OMP_NUM_THREADS=1 exec mpiexec -n 6 build/rudra dist \
+  models/cifar10_full_28/cifar10_full_28_b128_solver.prototxt --protocol hardsync --batch 32 --epochs 10 \
+  --reference-batch 128 --data "$data" -o runs/fashion-mnist-dist "$@"

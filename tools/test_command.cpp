@@ -13,6 +13,7 @@ int run_test(const TestOptions& o) {
     nn::NetSpec spec = nn::load_net_spec(net_path);
     data::TrainTest sets = load_data(o.data);
     nn::NetOptions opt;
+    opt.kernels = o.kernels;
     opt.phase = nn::Phase::Test;
     opt.batch = o.batch;
     opt.data_chw = {sets.test.channels, sets.test.height, sets.test.width};

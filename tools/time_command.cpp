@@ -48,6 +48,7 @@ int run_time(const TimeOptions& o) {
     if (is_solver_file(o.model)) net_path = nn::load_solver_spec(o.model).net;
     nn::NetSpec spec = nn::load_net_spec(net_path);
     nn::NetOptions opt;
+    opt.kernels = o.kernels;
     if (o.phase != "train" && o.phase != "test") throw std::runtime_error("--phase must be train or test");
     opt.phase = o.phase == "train" ? nn::Phase::Train : nn::Phase::Test;
     opt.batch = o.batch;
@@ -84,16 +85,17 @@ int run_time(const TimeOptions& o) {
     const double total_ms = ms_since(t_all) / o.iterations;
     std::printf("net %s, mini-batch %d, %d iterations, %d threads, gemm %s\n", net_path.c_str(), net.batch(),
                 o.iterations, omp_get_max_threads(), kernels::gemm_backend_name());
-    std::printf("%-16s %-16s %12s %12s\n", "layer", "type", "forward ms", "backward ms");
+    std::printf("%-16s %-16s %12s %12s  %s\n", "layer", "type", "forward ms", "backward ms", "backend");
     double f_sum = 0, b_sum = 0;
     nlohmann::json rows = nlohmann::json::array();
     for (size_t i = 0; i < L; ++i) {
         const double f = fwd[i] / o.iterations, b = bwd[i] / o.iterations;
         f_sum += f;
         b_sum += b;
-        std::printf("%-16s %-16s %12.3f %12.3f\n", net.layer(i).name().c_str(), net.layer(i).type(), f,
-                    net.layer_needs_backward(i) ? b : 0.0);
-        rows.push_back({{"layer", net.layer(i).name()}, {"type", net.layer(i).type()}, {"forward_ms", f}, {"backward_ms", b}});
+        std::printf("%-16s %-16s %12.3f %12.3f  %s\n", net.layer(i).name().c_str(), net.layer(i).type(), f,
+                    net.layer_needs_backward(i) ? b : 0.0, net.layer(i).backend().c_str());
+        rows.push_back({{"layer", net.layer(i).name()}, {"type", net.layer(i).type()}, {"forward_ms", f},
+                        {"backward_ms", b}, {"backend", net.layer(i).backend()}});
     }
     std::printf("%-33s %12.3f %12.3f\n", "total", f_sum, b_sum);
     std::printf("forward-backward %.3f ms per iteration, %.0f images/s\n", total_ms, net.batch() * 1000.0 / total_ms);

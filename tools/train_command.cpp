@@ -44,6 +44,8 @@ void print_notes(const std::vector<std::string>& notes) {
 }  // namespace
 
 int run_train(const TrainOptions& o) {
+    // First, so that every buffer is first touched by pinned threads on their NUMA domain.
+    const std::string placed = bind_threads(o.bind, 1, 0, omp_get_max_threads());
     nn::SolverSpec solver_spec = nn::load_solver_spec(o.solver);
     nn::NetSpec net_spec = nn::load_net_spec(solver_spec.net);
     const nn::LayerSpec* data_layer = net_spec.data_layer(nn::Phase::Train);
@@ -53,6 +55,7 @@ int run_train(const TrainOptions& o) {
     data::TrainTest sets = load_data(o.data);
     std::vector<std::string> notes = solver_spec.notes;
     notes.insert(notes.end(), net_spec.notes.begin(), net_spec.notes.end());
+    if (!placed.empty()) notes.push_back("placement: " + placed);
     std::vector<float> mean;
     data::Transform train_tf = make_transform(data_layer->transform, sets.train, mean, notes);
     data::Transform test_tf =
@@ -60,6 +63,7 @@ int run_train(const TrainOptions& o) {
 
     const uint64_t seed = o.seed >= 0 ? o.seed : (solver_spec.random_seed >= 0 ? solver_spec.random_seed : 1);
     nn::NetOptions train_opt;
+    train_opt.kernels = o.kernels;
     train_opt.phase = nn::Phase::Train;
     train_opt.batch = o.batch;
     train_opt.data_chw = {sets.train.channels, sets.train.height, sets.train.width};

@@ -1,24 +1,20 @@
-// Convolution as im2col + one GEMM per group per image (Caffe's method). Images are spread over
-// OpenMP threads, each with its own column buffer and weight-gradient accumulator, so that the
-// small GEMMs of small images still keep every core busy.
+// Convolution layer: reads Caffe's convolution_param and runs on a kernels::ConvKernel of the
+// backend chosen for it (own im2col + SGEMM by default; see nn/kernel_options.h).
 #include <omp.h>
 
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/conv_geometry.h"
-#include "kernels/gemm.h"
+#include "kernels/conv.h"
+#include "kernels/conv_autotune.h"
 #include "nn/layers/layer_args.h"
 
 namespace rudra::nn {
 namespace {
 
-using kernels::sgemm;
-using kernels::Trans;
-
 class ConvolutionLayer final : public Layer {
 public:
-    explicit ConvolutionLayer(LayerArgs& a) : Layer(a.name, a.phase) {
+    explicit ConvolutionLayer(LayerArgs& a) : Layer(a.name, a.phase), options_(a.kernels) {
         ParamBlock p(a, "convolution_param");
         num_output_ = static_cast<int>(p->integer("num_output", 0, 1, 1 << 20));
         p->require("num_output");
@@ -61,109 +57,55 @@ public:
         param_decls_.push_back(
             {Shape{num_output_, geom_.channels / group_, geom_.kernel_h, geom_.kernel_w}, weight_filler_});
         if (bias_term_) param_decls_.push_back({Shape{num_output_}, bias_filler_});
-        threads_ = std::max(1, omp_get_max_threads());
-        col_floats_ = geom_.is_pointwise() ? 0 : static_cast<size_t>(geom_.col_rows()) * geom_.col_cols();
-        grad_floats_ = static_cast<size_t>(param_decls_[0].shape.count()) + (bias_term_ ? num_output_ : 0);
+        make_kernel(options_);
         return {Shape{num_, num_output_, geom_.out_h(), geom_.out_w()}};
     }
 
-    size_t scratch_floats() const override { return threads_ * (round16(col_floats_) + round16(grad_floats_)); }
-
     void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top) override {
-        const float* x = bottom[0]->data;
-        float* y = top[0]->data;
-        for_images([&](int n, int t, int gemm_threads) {
-            const float* col = column(x + n * in_count(), t);
-            float* yn = y + n * out_count();
-            for (int g = 0; g < group_; ++g)
-                sgemm(Trans::No, Trans::No, m_g(), pixels(), k_g(), 1.0f, weight() + g * m_g() * k_g(), k_g(),
-                      col + g * k_g() * pixels(), pixels(), 0.0f, yn + g * m_g() * pixels(), pixels(),
-                      gemm_threads);
-            if (bias_term_)
-                for (int c = 0; c < num_output_; ++c) {
-                    const float b = param_views_[1].data[c];
-                    float* row = yn + c * pixels();
-                    for (int i = 0; i < pixels(); ++i) row[i] += b;
-                }
-        });
+        kernel_->forward(bottom[0]->data, param_views_[0].data, bias_term_ ? param_views_[1].data : nullptr,
+                         top[0]->data);
     }
 
     void backward(const std::vector<Blob*>& top, const std::vector<bool>& propagate_down,
                   const std::vector<Blob*>& bottom) override {
-        const float* x = bottom[0]->data;
-        const float* dy = top[0]->diff;
-        float* dx = propagate_down[0] ? bottom[0]->diff : nullptr;
-        const int wcount = static_cast<int>(param_decls_[0].shape.count());
-        const int team = std::min(threads_, num_);
-        for (int t = 0; t < team; ++t) std::memset(grad_buffer(t), 0, sizeof(float) * grad_floats_);
-        for_images([&](int n, int t, int gemm_threads) {
-            float* acc = grad_buffer(t);  // this thread's dW then db
-            const float* dyn = dy + n * out_count();
-            const float* col = column(x + n * in_count(), t);
-            for (int g = 0; g < group_; ++g)
-                sgemm(Trans::No, Trans::Yes, m_g(), k_g(), pixels(), 1.0f, dyn + g * m_g() * pixels(), pixels(),
-                      col + g * k_g() * pixels(), pixels(), 1.0f, acc + g * m_g() * k_g(), k_g(), gemm_threads);
-            if (bias_term_)
-                for (int c = 0; c < num_output_; ++c) {
-                    const float* row = dyn + c * pixels();
-                    float s = 0.0f;
-                    for (int i = 0; i < pixels(); ++i) s += row[i];
-                    acc[wcount + c] += s;
-                }
-            if (!dx) return;
-            float* dxn = dx + n * in_count();
-            float* dcol = geom_.is_pointwise() ? dxn : col_buffer(t);
-            for (int g = 0; g < group_; ++g)
-                sgemm(Trans::Yes, Trans::No, k_g(), pixels(), m_g(), 1.0f, weight() + g * m_g() * k_g(), k_g(),
-                      dyn + g * m_g() * pixels(), pixels(), 0.0f, dcol + g * k_g() * pixels(), pixels(), gemm_threads);
-            if (!geom_.is_pointwise()) kernels::col2im(dcol, geom_, dxn);
-        });
-        // Reduce the per-thread accumulators into the parameter gradients.
-        float* dw = param_views_[0].diff;
-        for (int t = 0; t < team; ++t) {
-            const float* acc = grad_buffer(t);
-            for (int i = 0; i < wcount; ++i) dw[i] += acc[i];
-            if (bias_term_)
-                for (int c = 0; c < num_output_; ++c) param_views_[1].diff[c] += acc[wcount + c];
-        }
+        kernel_->backward_weights(bottom[0]->data, top[0]->diff, param_views_[0].diff,
+                                  bias_term_ ? param_views_[1].diff : nullptr);
+        if (propagate_down[0]) kernel_->backward_data(top[0]->diff, param_views_[0].data, bottom[0]->diff);
     }
+
+    std::string backend() const override { return backend_; }
 
 private:
-    // Runs f(image, thread, gemm_threads) for every image. With several images per thread team the
-    // images are spread over OpenMP threads and each GEMM is single-threaded; with one image
-    // the GEMM itself gets all threads, called outside any parallel region so that its
-    // library can reuse its thread pool instead of nesting a new team.
-    template <class F>
-    void for_images(F&& f) {
-        const int team = std::min(threads_, num_);
-        if (team <= 1) {
-            for (int n = 0; n < num_; ++n) f(n, 0, threads_);
+    // The backend the user chose for this layer; `auto` measures them on this shape (cached).
+    void make_kernel(const KernelOptions& options) {
+        kernels::ConvProblem p;
+        p.num = num_;
+        p.geom = geom_;
+        p.out_channels = num_output_;
+        p.groups = group_;
+        const int threads = std::max(1, omp_get_max_threads());
+        const std::string name = options.conv_for(name_);
+        if (name == "auto") {
+            const auto choice = kernels::choose_conv_backend(
+                p, threads, options.auto_cache == "default" ? kernels::default_autotune_cache() : options.auto_cache);
+            backend_ = std::string(kernels::conv_backend_name(choice.backend)) + " (auto: " + choice.summary + ")";
+            kernel_ = kernels::make_conv_kernel(p, choice.backend, threads);
             return;
         }
-#pragma omp parallel for num_threads(team) schedule(static)
-        for (int n = 0; n < num_; ++n) f(n, omp_get_thread_num(), 1);
+        const auto be = kernels::conv_backend_from_name(name);
+        if (!be || !kernels::conv_backend_available(*be))
+            fail("convolution backend '" + name + "' is not available in this build");
+        backend_ = name;
+        kernel_ = kernels::make_conv_kernel(p, *be, threads);
     }
 
-    static size_t round16(size_t n) { return (n + 15) / 16 * 16; }  // keep 64-byte alignment
-    float* col_buffer(int t) const { return scratch_ + t * round16(col_floats_); }
-    float* grad_buffer(int t) const { return scratch_ + threads_ * round16(col_floats_) + t * round16(grad_floats_); }
-    const float* column(const float* image, int t) const {
-        if (geom_.is_pointwise()) return image;
-        kernels::im2col(image, geom_, col_buffer(t));
-        return col_buffer(t);
-    }
-    const float* weight() const { return param_views_[0].data; }
-    int m_g() const { return num_output_ / group_; }
-    int k_g() const { return geom_.col_rows() / group_; }
-    int pixels() const { return geom_.col_cols(); }
-    long in_count() const { return static_cast<long>(geom_.channels) * geom_.height * geom_.width; }
-    long out_count() const { return static_cast<long>(num_output_) * pixels(); }
-
-    int num_output_ = 0, group_ = 1, num_ = 0, threads_ = 1;
+    int num_output_ = 0, group_ = 1, num_ = 0;
     bool bias_term_ = true;
     kernels::ConvGeometry geom_;
     FillerSpec weight_filler_, bias_filler_;
-    size_t col_floats_ = 0, grad_floats_ = 0;
+    KernelOptions options_;  // read in setup()
+    std::string backend_;
+    std::unique_ptr<kernels::ConvKernel> kernel_;
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "nn/field_reader.h"
+#include "nn/kernel_options.h"
 #include "nn/layer.h"
 
 namespace rudra::nn {
@@ -12,6 +13,7 @@ struct LayerArgs {
     std::string name;
     Phase phase;
     FieldReader& layer;  // the whole `layer { ... }` block; the constructor reads its *_param
+    const KernelOptions& kernels;
 };
 
 // Opens the layer's `key` block (e.g. "convolution_param") for strict reading; an absent block

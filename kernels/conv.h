@@ -1,0 +1,49 @@
+// Convolution of one fixed shape on a chosen backend: the engine's own (im2col + own SGEMM),
+// BLIS (im2col + BLIS), oneDNN (its JIT convolutions, through reorders from NCHW), or the direct
+// reference. Layouts: x [num, channels, h, w], w [out, channels/groups, kh, kw], y [num, out, oh, ow].
+// A kernel object owns its scratch memory, allocated when it is made: a training step allocates
+// nothing.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "kernels/conv_reference.h"
+
+namespace rudra::kernels {
+
+enum class ConvBackend { Own, Blis, Onednn, Reference };
+
+std::optional<ConvBackend> conv_backend_from_name(const std::string& name);  // own, blis, onednn, reference
+const char* conv_backend_name(ConvBackend backend);
+bool conv_backend_available(ConvBackend backend);  // BLIS and oneDNN are optional in a build
+
+class ConvKernel {
+public:
+    virtual ~ConvKernel() = default;
+    // y = conv(x, w) + bias (bias may be null)
+    virtual void forward(const float* x, const float* w, const float* bias, float* y) = 0;
+    // dx = conv_transpose(dy, w) (overwrites dx)
+    virtual void backward_data(const float* dy, const float* w, float* dx) = 0;
+    // dw += correlation(x, dy); db += sum of dy per channel (db may be null)
+    virtual void backward_weights(const float* x, const float* dy, float* dw, float* db) = 0;
+};
+
+// `threads`: the OpenMP threads the kernel may use (at least 1).
+std::unique_ptr<ConvKernel> make_conv_kernel(const ConvProblem& p, ConvBackend backend, int threads);
+
+// A kernel with random inputs of its own, for timing one pass ("fwd", "bwd_data", "bwd_weights").
+class ConvBench {
+public:
+    ConvBench(const ConvProblem& p, ConvBackend backend, int threads);
+    ~ConvBench();
+    void run(const std::string& pass);
+
+private:
+    struct Buffers;
+    std::unique_ptr<Buffers> buf_;
+    std::unique_ptr<ConvKernel> kernel_;
+    int threads_;
+};
+
+}  // namespace rudra::kernels

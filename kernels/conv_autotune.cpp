@@ -1,0 +1,112 @@
+#include "kernels/conv_autotune.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <unistd.h>
+
+#include "kernels/sgemm/sgemm.h"
+
+namespace rudra::kernels {
+namespace {
+
+double time_all_passes(ConvBench& bench) {
+    double best = 1e30;
+    for (int rep = 0; rep < 4; ++rep) {  // the first is a warm-up in effect: best of four
+        const auto t0 = std::chrono::steady_clock::now();
+        for (const char* pass : {"fwd", "bwd_data", "bwd_weights"}) bench.run(pass);
+        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return best;
+}
+
+std::string fmt_ms(double s) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3g", s * 1e3);
+    return buf;
+}
+
+nlohmann::json read_cache(const std::string& path, std::string& problem) {
+    std::ifstream in(path);
+    if (!in) return nlohmann::json::object();
+    try {
+        nlohmann::json j = nlohmann::json::parse(in);
+        if (j.is_object()) return j;
+        problem = path + " is not a JSON object; replacing it";
+    } catch (const std::exception& e) {
+        problem = path + " is damaged (" + e.what() + "); replacing it";
+    }
+    return nlohmann::json::object();
+}
+
+// Writes through a temporary file and a rename: readers never see half a file.
+void write_cache(const std::string& path, const nlohmann::json& j) {
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+    const std::string tmp = path + ".tmp." + std::to_string(getpid());
+    {
+        std::ofstream out(tmp);
+        if (!out) return;  // a cache that cannot be written only costs a re-measurement
+        out << j.dump(1) << "\n";
+        if (!out) {
+            std::remove(tmp.c_str());
+            return;
+        }
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) std::remove(tmp.c_str());
+}
+
+}  // namespace
+
+std::string default_autotune_cache() {
+    if (const char* d = std::getenv("RUDRA_CACHE_DIR"); d && *d) return std::string(d) + "/conv_auto.json";
+    if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/rudra/conv_auto.json";
+    if (const char* d = std::getenv("HOME"); d && *d) return std::string(d) + "/.cache/rudra/conv_auto.json";
+    return "";
+}
+
+std::string conv_descriptor(const ConvProblem& p) {
+    const ConvGeometry& g = p.geom;
+    std::ostringstream s;
+    s << "mb" << p.num << "ic" << g.channels << "ih" << g.height << "iw" << g.width << "oc" << p.out_channels << "oh"
+      << g.out_h() << "ow" << g.out_w() << "kh" << g.kernel_h << "kw" << g.kernel_w << "sh" << g.stride_h << "sw"
+      << g.stride_w << "ph" << g.pad_h << "pw" << g.pad_w << "dh" << g.dilation_h - 1 << "dw" << g.dilation_w - 1
+      << "g" << p.groups;
+    return s.str();
+}
+
+AutoChoice choose_conv_backend(const ConvProblem& p, int threads, const std::string& cache_path) {
+    const std::string key = conv_descriptor(p) + " threads " + std::to_string(threads) + " sgemm " +
+                            selected_micro_kernel().kernel.name;
+    std::string damage;
+    nlohmann::json cache = cache_path.empty() ? nlohmann::json::object() : read_cache(cache_path, damage);
+    if (cache.contains(key) && cache[key].is_object() && cache[key].contains("backend") &&
+        cache[key]["backend"].is_string()) {
+        if (auto be = conv_backend_from_name(cache[key]["backend"].get<std::string>());
+            be && conv_backend_available(*be))
+            return {*be, cache[key].value("summary", std::string()) + " (cached)"};
+    }
+    ConvBackend best = ConvBackend::Own;
+    double best_s = 1e30;
+    std::string others;
+    for (ConvBackend be : {ConvBackend::Own, ConvBackend::Blis, ConvBackend::Onednn}) {
+        if (!conv_backend_available(be)) continue;
+        ConvBench bench(p, be, threads);
+        const double s = time_all_passes(bench);
+        others += std::string(others.empty() ? "" : ", ") + conv_backend_name(be) + " " + fmt_ms(s);
+        if (s < best_s) best_s = s, best = be;
+    }
+    AutoChoice choice{best, std::string(conv_backend_name(best)) + " fastest, fwd+bwd ms: " + others};
+    if (!damage.empty()) choice.summary += "; " + damage;
+    if (!cache_path.empty()) {
+        cache[key] = {{"backend", conv_backend_name(best)}, {"summary", choice.summary}};
+        write_cache(cache_path, cache);
+    }
+    return choice;
+}
+
+}  // namespace rudra::kernels

@@ -1,0 +1,102 @@
+// Backend names, availability, the factory, and the benchmark harness for one convolution.
+#include <omp.h>
+
+#include <random>
+#include <stdexcept>
+
+#include "kernels/aligned_buffer.h"
+#include "kernels/conv.h"
+#include "kernels/gemm.h"
+
+namespace rudra::kernels {
+
+std::unique_ptr<ConvKernel> make_gemm_conv(const ConvProblem& p, GemmBackend backend, int threads);
+std::unique_ptr<ConvKernel> make_reference_conv(const ConvProblem& p);
+#ifdef RUDRA_HAVE_DNNL
+std::unique_ptr<ConvKernel> make_onednn_conv(const ConvProblem& p);
+#endif
+
+std::optional<ConvBackend> conv_backend_from_name(const std::string& name) {
+    if (name == "own") return ConvBackend::Own;
+    if (name == "blis") return ConvBackend::Blis;
+    if (name == "onednn") return ConvBackend::Onednn;
+    if (name == "reference") return ConvBackend::Reference;
+    return std::nullopt;
+}
+
+const char* conv_backend_name(ConvBackend backend) {
+    switch (backend) {
+        case ConvBackend::Own: return "own";
+        case ConvBackend::Blis: return "blis";
+        case ConvBackend::Onednn: return "onednn";
+        case ConvBackend::Reference: return "reference";
+    }
+    return "?";
+}
+
+bool conv_backend_available(ConvBackend backend) {
+    switch (backend) {
+        case ConvBackend::Blis: return gemm_backend_available(GemmBackend::Blis);
+        case ConvBackend::Onednn:
+#ifdef RUDRA_HAVE_DNNL
+            return true;
+#else
+            return false;
+#endif
+        default: return true;
+    }
+}
+
+std::unique_ptr<ConvKernel> make_conv_kernel(const ConvProblem& p, ConvBackend backend, int threads) {
+    if (!conv_backend_available(backend))
+        throw std::runtime_error(std::string("convolution backend '") + conv_backend_name(backend) +
+                                 "' is not in this build");
+    switch (backend) {
+        case ConvBackend::Own: return make_gemm_conv(p, GemmBackend::Own, threads);
+        case ConvBackend::Blis: return make_gemm_conv(p, GemmBackend::Blis, threads);
+#ifdef RUDRA_HAVE_DNNL
+        case ConvBackend::Onednn: return make_onednn_conv(p);
+#endif
+        default: return make_reference_conv(p);
+    }
+}
+
+struct ConvBench::Buffers {
+    AlignedBuffer x, w, b, y, dy, dx, dw, db;
+};
+
+ConvBench::ConvBench(const ConvProblem& p, ConvBackend backend, int threads)
+    : buf_(std::make_unique<Buffers>()), threads_(threads) {
+    const ConvGeometry& g = p.geom;
+    const size_t xs = static_cast<size_t>(p.num) * g.channels * g.height * g.width;
+    const size_t ys = static_cast<size_t>(p.num) * p.out_channels * g.out_h() * g.out_w();
+    const size_t ws = static_cast<size_t>(p.out_channels) * (g.channels / p.groups) * g.kernel_h * g.kernel_w;
+    Buffers& b = *buf_;
+    b.x = AlignedBuffer(xs);
+    b.dx = AlignedBuffer(xs);
+    b.y = AlignedBuffer(ys);
+    b.dy = AlignedBuffer(ys);
+    b.w = AlignedBuffer(ws);
+    b.dw = AlignedBuffer(ws);
+    b.b = AlignedBuffer(p.out_channels);
+    b.db = AlignedBuffer(p.out_channels);
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (AlignedBuffer* buf : {&b.x, &b.w, &b.b, &b.dy})
+        for (size_t i = 0; i < buf->size(); ++i) buf->data()[i] = u(rng);
+    omp_set_num_threads(threads_);
+    kernel_ = make_conv_kernel(p, backend, threads);
+}
+
+ConvBench::~ConvBench() = default;
+
+void ConvBench::run(const std::string& pass) {
+    omp_set_num_threads(threads_);  // oneDNN sizes its team from the OpenMP setting
+    Buffers& b = *buf_;
+    if (pass == "fwd") kernel_->forward(b.x.data(), b.w.data(), b.b.data(), b.y.data());
+    else if (pass == "bwd_data") kernel_->backward_data(b.dy.data(), b.w.data(), b.dx.data());
+    else if (pass == "bwd_weights") kernel_->backward_weights(b.x.data(), b.dy.data(), b.dw.data(), b.db.data());
+    else throw std::invalid_argument("unknown pass '" + pass + "' (fwd, bwd_data, bwd_weights)");
+}
+
+}  // namespace rudra::kernels

@@ -1,0 +1,33 @@
+// The per-ISA part of the packed SGEMM: one register-blocked micro-kernel and the cache block
+// sizes that suit it. Everything else (packing, the five loops around the micro-kernel, edge
+// tiles, threads) is written once in sgemm.cpp.
+#pragma once
+#include <cstdint>
+
+namespace rudra::kernels {
+
+// C[0:mr, 0:nr] = alpha * sum_p A[:, p] (x) B[p, :] + beta * C   (row-major C, row stride rs_c)
+//   a: packed A micro-panel, mr values per p (column p of the mr x k sliver)
+//   b: B sliver, nr values per p, consecutive p's rs_b floats apart (nr when packed; the
+//      matrix's row stride when B is read in place)
+// beta == 0 never reads C (it may hold NaN). Always the full mr x nr tile.
+using MicroKernelFn = void (*)(int64_t k, const float* a, const float* b, int64_t rs_b, float* c,
+                               int64_t rs_c, float alpha, float beta);
+
+struct MicroKernel {
+    const char* name;  // what RUDRA_SGEMM_KERNEL and --kernel accept
+    const char* isa;   // the instructions it needs, for messages
+    int mr, nr;        // register tile
+    int mc, kc, nc;    // cache blocks: A block mc x kc (L2), B sliver kc x nr (L1), B panel kc x nc
+    MicroKernelFn run;
+};
+
+// Each returns its kernel, or nullptr when this build does not contain it (wrong architecture).
+// Whether the CPU can run it is decided by cpu_supports() in sgemm_dispatch.cpp.
+const MicroKernel* reference_micro_kernel();
+const MicroKernel* avx2_micro_kernel();
+const MicroKernel* avx512_micro_kernel();
+const MicroKernel* vsx_micro_kernel();
+const MicroKernel* mma_micro_kernel();
+
+}  // namespace rudra::kernels

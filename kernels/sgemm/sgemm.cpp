@@ -1,0 +1,222 @@
+// The loops around the micro-kernel, written once for every ISA (BLIS's five loops):
+//   jc: nc-wide panels of B and C          pc: kc-deep slices of k (B panel packed here)
+//   ic: mc-tall blocks of A (packed here)  jr, ir: nr x mr register tiles (micro-kernel)
+// Threads share the packed buffers: they pack them together, meet at a barrier, then split the
+// register tiles of the block between them. When op(B) is B itself and A fits one block, B is
+// read in place (every sliver is used by a single ic block, so packing it would only add a copy).
+#include "kernels/sgemm/sgemm.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/aligned_buffer.h"
+
+namespace rudra::kernels {
+namespace {
+
+struct Problem {
+    Trans ta, tb;
+    int m, n, k;
+    float alpha;
+    const float* a;
+    int lda;
+    const float* b;
+    int ldb;
+    float beta;
+    float* c;
+    int ldc;
+    bool direct_b;
+};
+
+int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+// Packs rows [i0, i0 + mc) x columns [p0, p0 + kc) of op(A), panels [q0, q1) of mr rows each:
+// panel q holds, for each p, its mr values contiguous. Rows past m are zero.
+void pack_a(const Problem& P, int mr, int i0, int mc, int p0, int kc, int q0, int q1, float* dst) {
+    for (int q = q0; q < q1; ++q) {
+        float* d = dst + static_cast<int64_t>(q) * mr * kc;
+        const int row0 = i0 + q * mr, rows = std::min(mr, i0 + mc - row0);
+        if (P.ta == Trans::No) {
+            // Row by row: each source row is read contiguously (reading mr rows in step would
+            // put them in one L1 set when lda is a multiple of 1024 floats).
+            for (int i = 0; i < mr; ++i) {
+                if (i < rows) {
+                    const float* s = P.a + static_cast<int64_t>(row0 + i) * P.lda + p0;
+                    for (int p = 0; p < kc; ++p) d[p * mr + i] = s[p];
+                } else {
+                    for (int p = 0; p < kc; ++p) d[p * mr + i] = 0.0f;
+                }
+            }
+        } else {
+            for (int p = 0; p < kc; ++p) {
+                const float* s = P.a + static_cast<int64_t>(p0 + p) * P.lda + row0;
+                float* dp = d + p * mr;
+                for (int i = 0; i < rows; ++i) dp[i] = s[i];
+                for (int i = rows; i < mr; ++i) dp[i] = 0.0f;
+            }
+        }
+    }
+}
+
+// Packs rows [p0, p0 + kc) x columns [j0, j0 + nc) of op(B), slivers [q0, q1) of nr columns:
+// sliver q holds, for each p, its nr values contiguous. Columns past n are zero.
+void pack_b(const Problem& P, int nr, int j0, int nc, int p0, int kc, int q0, int q1, float* dst) {
+    for (int q = q0; q < q1; ++q) {
+        float* d = dst + static_cast<int64_t>(q) * nr * kc;
+        const int col0 = j0 + q * nr, cols = std::min(nr, j0 + nc - col0);
+        if (P.tb == Trans::No) {
+            for (int p = 0; p < kc; ++p) {
+                const float* s = P.b + static_cast<int64_t>(p0 + p) * P.ldb + col0;
+                float* dp = d + p * nr;
+                for (int j = 0; j < cols; ++j) dp[j] = s[j];
+                for (int j = cols; j < nr; ++j) dp[j] = 0.0f;
+            }
+        } else {
+            // op(B) = B^T: every packed row gathers one value from each of nr source rows. In
+            // chunks of 64 p's the written block (64 x nr) stays in L1 while each source row is
+            // read 64 contiguous values at a time.
+            constexpr int kChunk = 64;
+            for (int pc = 0; pc < kc; pc += kChunk) {
+                const int pe = std::min(kc, pc + kChunk);
+                for (int j = 0; j < nr; ++j) {
+                    if (j < cols) {
+                        const float* s = P.b + static_cast<int64_t>(col0 + j) * P.ldb + p0;
+                        for (int p = pc; p < pe; ++p) d[p * nr + j] = s[p];
+                    } else {
+                        for (int p = pc; p < pe; ++p) d[p * nr + j] = 0.0f;
+                    }
+                }
+            }
+        }
+    }
+}
+
+// [begin, end) of `count` items for thread `tid` of `nt`.
+void split(int count, int tid, int nt, int& begin, int& end) {
+    begin = static_cast<int>(static_cast<int64_t>(count) * tid / nt);
+    end = static_cast<int>(static_cast<int64_t>(count) * (tid + 1) / nt);
+}
+
+struct Workspace {
+    float* b_panel;  // kc x nc, packed B slivers (unused when B is read in place)
+    float* a_block;  // mc x kc, packed A panels
+    float* b_edge;   // per thread: one kc x nr sliver for the last, partial columns read in place
+    int64_t edge_stride;
+};
+
+void run_thread(const Problem& P, const MicroKernel& uk, const Workspace& ws, int tid, int nt) {
+    const int MR = uk.mr, NR = uk.nr;
+    auto barrier = [nt] {
+        if (nt > 1) {
+#pragma omp barrier
+        }
+    };
+    float* edge = ws.b_edge + tid * ws.edge_stride;
+    alignas(64) float tile[16 * 64];  // edge tiles of C: mr x nr (at most 16 x 64)
+    for (int jc = 0; jc < P.n; jc += uk.nc) {
+        const int nc = std::min(uk.nc, P.n - jc), n_jr = ceil_div(nc, NR);
+        for (int pc = 0; pc < P.k; pc += uk.kc) {
+            const int kc = std::min(uk.kc, P.k - pc);
+            const float beta = pc == 0 ? P.beta : 1.0f;
+            int edge_jr = -1;  // which sliver `edge` holds for this pc
+            for (int ic = 0; ic < P.m; ic += uk.mc) {
+                const int mc = std::min(uk.mc, P.m - ic), n_ir = ceil_div(mc, MR);
+                int q0, q1;
+                if (!P.direct_b && ic == 0) {
+                    split(n_jr, tid, nt, q0, q1);
+                    pack_b(P, NR, jc, nc, pc, kc, q0, q1, ws.b_panel);
+                }
+                split(n_ir, tid, nt, q0, q1);
+                pack_a(P, MR, ic, mc, pc, kc, q0, q1, ws.a_block);
+                barrier();
+                int t0, t1;
+                split(n_jr * n_ir, tid, nt, t0, t1);
+                for (int t = t0; t < t1; ++t) {
+                    const int jr = t / n_ir, ir = t % n_ir;
+                    const int j = jc + jr * NR, i = ic + ir * MR;
+                    const int nr_v = std::min(NR, P.n - j), mr_v = std::min(MR, P.m - i);
+                    const float* bs;
+                    int64_t rs_b = NR;
+                    if (!P.direct_b) {
+                        bs = ws.b_panel + static_cast<int64_t>(jr) * NR * kc;
+                    } else if (nr_v == NR) {
+                        bs = P.b + static_cast<int64_t>(pc) * P.ldb + j;
+                        rs_b = P.ldb;
+                    } else {
+                        if (edge_jr != jr) pack_b(P, NR, j, nr_v, pc, kc, 0, 1, edge);
+                        edge_jr = jr;
+                        bs = edge;
+                    }
+                    const float* as = ws.a_block + static_cast<int64_t>(ir) * MR * kc;
+                    float* cij = P.c + static_cast<int64_t>(i) * P.ldc + j;
+                    if (mr_v == MR && nr_v == NR) {
+                        uk.run(kc, as, bs, rs_b, cij, P.ldc, P.alpha, beta);
+                        continue;
+                    }
+                    uk.run(kc, as, bs, rs_b, tile, NR, 1.0f, 0.0f);
+                    for (int r = 0; r < mr_v; ++r) {
+                        float* cr = cij + static_cast<int64_t>(r) * P.ldc;
+                        const float* tr = tile + r * NR;
+                        for (int s = 0; s < nr_v; ++s)
+                            cr[s] = P.alpha * tr[s] + (beta == 0.0f ? 0.0f : beta * cr[s]);
+                    }
+                }
+                barrier();
+            }
+        }
+    }
+}
+
+void scale_c(float* c, int m, int n, int ldc, float beta) {
+    for (int i = 0; i < m; ++i) {
+        float* row = c + static_cast<int64_t>(i) * ldc;
+        for (int j = 0; j < n; ++j) row[j] = beta == 0.0f ? 0.0f : beta * row[j];
+    }
+}
+
+// Scratch memory of the calling thread, grown on demand and kept: a layer's GEMMs allocate on
+// their first call only. Each OpenMP thread that issues its own GEMMs has its own.
+thread_local AlignedBuffer t_scratch;
+
+float* scratch(std::size_t floats) {
+    if (t_scratch.size() < floats) t_scratch = AlignedBuffer(floats);
+    return t_scratch.data();
+}
+
+}  // namespace
+
+void sgemm_packed(const MicroKernel& uk, Trans ta, Trans tb, int m, int n, int k, float alpha, const float* a,
+                  int lda, const float* b, int ldb, float beta, float* c, int ldc, int threads) {
+    if (m <= 0 || n <= 0) return;
+    if (k <= 0 || alpha == 0.0f) {
+        if (beta != 1.0f) scale_c(c, m, n, ldc, beta);
+        return;
+    }
+    Problem P{ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, tb == Trans::No && m <= uk.mc};
+
+    int nt = threads > 0 ? threads : omp_get_max_threads();
+    if (omp_in_parallel()) nt = 1;
+    // About 2 MFLOP per thread or more, else the fork and barriers cost more than they save.
+    const double flops = 2.0 * m * n * static_cast<double>(k);
+    nt = std::max(1, std::min<int>(nt, static_cast<int>(flops / 2e6)));
+
+    const int kc = std::min(uk.kc, k);
+    const int64_t nc = static_cast<int64_t>(ceil_div(std::min(uk.nc, n), uk.nr)) * uk.nr;
+    const int64_t mc = static_cast<int64_t>(ceil_div(std::min(uk.mc, m), uk.mr)) * uk.mr;
+    const int64_t b_floats = P.direct_b ? 0 : kc * nc, a_floats = mc * kc;
+    const int64_t edge_floats = static_cast<int64_t>(uk.kc) * uk.nr;
+    // Each part starts on a 64-byte boundary (16 floats).
+    auto round16 = [](int64_t v) { return (v + 15) / 16 * 16; };
+    float* base = scratch(static_cast<std::size_t>(round16(b_floats) + round16(a_floats) + nt * round16(edge_floats)));
+    const Workspace ws{base, base + round16(b_floats), base + round16(b_floats) + round16(a_floats), round16(edge_floats)};
+    if (nt == 1) {
+        run_thread(P, uk, ws, 0, 1);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
+    run_thread(P, uk, ws, omp_get_thread_num(), omp_get_num_threads());
+}
+
+}  // namespace rudra::kernels

@@ -1,0 +1,37 @@
+// The engine's own packed SGEMM, written the BLIS way: A and B are packed into cache-sized
+// blocks, five loops walk the blocks, and a per-ISA micro-kernel computes one register tile.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "kernels/gemm.h"
+#include "kernels/sgemm/micro_kernel.h"
+
+namespace rudra::kernels {
+
+// Row-major C[m,n] = alpha * op(A) op(B) + beta * C with the given micro-kernel, on up to
+// `threads` OpenMP threads (0: all; inside a parallel region always 1). Fewer threads are used
+// when the problem is too small to pay for them.
+void sgemm_packed(const MicroKernel& kernel, Trans ta, Trans tb, int m, int n, int k, float alpha,
+                  const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc,
+                  int threads);
+
+// Whether this CPU can execute the kernel's instructions (detected at run time).
+bool cpu_supports(const MicroKernel& kernel);
+// Kernels in this build that this CPU can run, fastest first.
+std::vector<const MicroKernel*> runnable_micro_kernels();
+// The kernel named `name` ("avx512", "avx2", "vsx", "mma", "reference"); throws
+// std::invalid_argument naming the choices when it is unknown or this CPU cannot run it.
+const MicroKernel& micro_kernel_by_name(const std::string& name);
+
+struct KernelChoice {
+    MicroKernel kernel;  // block sizes as overridden by RUDRA_SGEMM_BLOCKS
+    std::string reason;  // why: forced by RUDRA_SGEMM_KERNEL, or the fastest the CPU supports
+};
+// The process's choice, made once on first use: RUDRA_SGEMM_KERNEL=name forces a kernel (an
+// unknown or unsupported name is a fatal error naming the choices), else the fastest runnable.
+// RUDRA_SGEMM_BLOCKS=mc,kc,nc replaces its cache block sizes (for tuning on a new machine).
+// With RUDRA_VERBOSE=1 the choice, its block sizes and the reason are printed to stderr.
+const KernelChoice& selected_micro_kernel();
+
+}  // namespace rudra::kernels

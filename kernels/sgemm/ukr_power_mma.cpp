@@ -1,0 +1,64 @@
+// POWER10 MMA micro-kernel: an 8 x 16 tile held in 8 4x4 accumulators, each step two rank-1
+// outer products per accumulator column (xvf32gerpp). This file alone is compiled with
+// -mcpu=power10 (CMake and Makefile.power do so on ppc64le), so that a POWER9 build still
+// carries it; the dispatcher runs it only when the CPU reports MMA (AT_HWCAP2), since MMA
+// instructions trap on POWER9.
+#include "kernels/sgemm/micro_kernel.h"
+
+#if defined(__powerpc64__)
+namespace rudra::kernels {
+// Read (as data, which any POWER can do) by mma_micro_kernel() in ukr_power.cpp.
+extern const MicroKernelFn kMmaRun;
+}  // namespace rudra::kernels
+#endif
+
+#if defined(__powerpc64__) && defined(__MMA__)
+#include <altivec.h>
+
+namespace rudra::kernels {
+
+constexpr int kMR = 8, kNR = 16;
+
+// Called only through the MicroKernel in ukr_power.cpp; every other function here would carry
+// POWER10 instructions (prefixed loads, pc-relative addresses) and trap on POWER9.
+void run_mma_power10(int64_t k, const float* a, const float* b, int64_t rs_b, float* c, int64_t rs_c, float alpha,
+             float beta) {
+    __vector_quad acc[2][4];
+    for (int r = 0; r < 2; ++r)
+        for (int q = 0; q < 4; ++q) __builtin_mma_xxsetaccz(&acc[r][q]);
+    for (int64_t p = 0; p < k; ++p, a += kMR, b += rs_b) {
+        const __vector unsigned char a0 = (__vector unsigned char)vec_xl(0, a);
+        const __vector unsigned char a1 = (__vector unsigned char)vec_xl(16, a);
+        __vector unsigned char bq[4];
+        for (int q = 0; q < 4; ++q) bq[q] = (__vector unsigned char)vec_xl(16 * q, b);
+        for (int q = 0; q < 4; ++q) {
+            __builtin_mma_xvf32gerpp(&acc[0][q], a0, bq[q]);
+            __builtin_mma_xvf32gerpp(&acc[1][q], a1, bq[q]);
+        }
+    }
+    const __vector float va = vec_splats(alpha), vb = vec_splats(beta);
+    for (int r = 0; r < 2; ++r)
+        for (int q = 0; q < 4; ++q) {
+            __vector float rows[4];
+            __builtin_mma_disassemble_acc(rows, &acc[r][q]);
+            for (int i = 0; i < 4; ++i) {
+                float* ci = c + (4 * r + i) * rs_c + 4 * q;
+                __vector float v = vec_mul(va, rows[i]);
+                if (beta != 0.0f) v = vec_madd(vb, vec_xl(0, ci), v);
+                vec_xst(v, 0, ci);
+            }
+        }
+}
+
+
+const MicroKernelFn kMmaRun = run_mma_power10;
+
+}  // namespace rudra::kernels
+
+#elif defined(__powerpc64__)
+
+namespace rudra::kernels {
+const MicroKernelFn kMmaRun = nullptr;  // the compiler cannot target POWER10
+}  // namespace rudra::kernels
+
+#endif

@@ -1,0 +1,51 @@
+#include "nn/kernel_options.h"
+
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+namespace rudra::nn {
+namespace {
+
+bool known(const std::string& name) {
+    return name == "own" || name == "blis" || name == "onednn" || name == "reference" || name == "auto";
+}
+
+std::vector<std::string> items(const std::string& spec) {
+    std::vector<std::string> out;
+    std::stringstream ss(spec);
+    for (std::string item; std::getline(ss, item, ',');) out.push_back(item);
+    return out;
+}
+
+}  // namespace
+
+void KernelOptions::validate() const {
+    const auto parts = items(conv);
+    if (parts.empty()) throw std::invalid_argument("--conv-backend is empty (own, blis, onednn, reference or auto)");
+    for (size_t i = 0; i < parts.size(); ++i) {
+        const std::string& p = parts[i];
+        const size_t eq = p.find('=');
+        const std::string name = eq == std::string::npos ? p : p.substr(eq + 1);
+        if (eq == std::string::npos && i > 0)
+            throw std::invalid_argument("--conv-backend '" + conv + "': only the first item may be a bare backend, '" +
+                                        p + "' needs LAYER=BACKEND");
+        if (eq == 0) throw std::invalid_argument("--conv-backend '" + conv + "': '" + p + "' has no layer name");
+        if (!known(name))
+            throw std::invalid_argument("--conv-backend '" + conv + "': unknown backend '" + name +
+                                        "' (own, blis, onednn, reference, auto)");
+    }
+}
+
+std::string KernelOptions::conv_for(const std::string& layer) const {
+    validate();
+    const auto parts = items(conv);
+    std::string chosen = parts[0].find('=') == std::string::npos ? parts[0] : "own";
+    for (const std::string& p : parts) {
+        const size_t eq = p.find('=');
+        if (eq != std::string::npos && p.substr(0, eq) == layer) chosen = p.substr(eq + 1);
+    }
+    return chosen;
+}
+
+}  // namespace rudra::nn

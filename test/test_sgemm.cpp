@@ -1,0 +1,161 @@
+// The own packed SGEMM against the triple-loop reference: every micro-kernel this CPU can run,
+// edge tiles (m < mr, n < nr, k = 1), odd leading dimensions, transposes, alpha/beta cases,
+// blocks crossing mc/kc/nc, and threads.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/gemm.h"
+#include "kernels/sgemm/sgemm.h"
+
+using namespace rudra::kernels;
+
+namespace {
+
+struct Case {
+    Trans ta, tb;
+    int m, n, k;
+    float alpha, beta;
+    int pad;  // extra columns in every leading dimension
+};
+
+// Returns the largest |own - reference| relative to the size of the terms.
+double compare(const MicroKernel& uk, const Case& cs, int threads, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    const int a_rows = cs.ta == Trans::No ? cs.m : cs.k, a_cols = cs.ta == Trans::No ? cs.k : cs.m;
+    const int b_rows = cs.tb == Trans::No ? cs.k : cs.n, b_cols = cs.tb == Trans::No ? cs.n : cs.k;
+    const int lda = a_cols + cs.pad, ldb = b_cols + cs.pad, ldc = cs.n + cs.pad;
+    std::vector<float> a(static_cast<size_t>(a_rows) * lda), b(static_cast<size_t>(b_rows) * ldb),
+        c(static_cast<size_t>(cs.m) * ldc);
+    for (float& v : a) v = u(rng);
+    for (float& v : b) v = u(rng);
+    for (float& v : c) v = u(rng);
+    std::vector<float> ref = c, got = c;
+    if (cs.beta == 0.0f)  // beta 0 must ignore C, NaN included
+        for (size_t i = 0; i < got.size(); ++i) got[i] = std::nanf("");
+    sgemm_reference(cs.ta, cs.tb, cs.m, cs.n, cs.k, cs.alpha, a.data(), lda, b.data(), ldb, cs.beta, ref.data(),
+                    ldc);
+    sgemm_packed(uk, cs.ta, cs.tb, cs.m, cs.n, cs.k, cs.alpha, a.data(), lda, b.data(), ldb, cs.beta, got.data(),
+                 ldc, threads);
+    double worst = 0.0;
+    for (int i = 0; i < cs.m; ++i)
+        for (int j = 0; j < ldc; ++j) {
+            const size_t at = static_cast<size_t>(i) * ldc + j;
+            if (j >= cs.n) {  // padding must be untouched
+                if (!(got[at] == c[at] || (std::isnan(got[at]) && cs.beta == 0.0f))) return 1e30;
+                continue;
+            }
+            const double scale = std::abs(cs.alpha) * cs.k + std::abs(cs.beta) + 1.0;
+            const double d = std::abs(static_cast<double>(got[at]) - ref[at]) / scale;
+            if (!(d <= worst)) worst = std::isnan(d) ? 1e30 : d;
+        }
+    return worst;
+}
+
+std::string describe(const MicroKernel& uk, const Case& cs, int threads) {
+    return std::string(uk.name) + " m" + std::to_string(cs.m) + " n" + std::to_string(cs.n) + " k" +
+           std::to_string(cs.k) + (cs.ta == Trans::Yes ? " A^T" : "") + (cs.tb == Trans::Yes ? " B^T" : "") +
+           " alpha " + std::to_string(cs.alpha) + " beta " + std::to_string(cs.beta) + " pad " +
+           std::to_string(cs.pad) + " threads " + std::to_string(threads);
+}
+
+}  // namespace
+
+TEST_CASE("every runnable micro-kernel matches the reference on edge tiles and odd strides") {
+    const auto kernels = runnable_micro_kernels();
+    REQUIRE(!kernels.empty());
+    CHECK(std::string(kernels.back()->name) == "reference");
+    uint32_t seed = 1;
+    for (const MicroKernel* uk : kernels) {
+        const int MR = uk->mr, NR = uk->nr;
+        const int ms[] = {1, MR - 1, MR, MR + 1, 2 * MR + 3};
+        const int ns[] = {1, NR - 1, NR, NR + 5, 3 * NR};
+        const int ks[] = {1, 2, 7, 33};
+        for (int m : ms)
+            for (int n : ns)
+                for (int k : ks)
+                    for (Trans ta : {Trans::No, Trans::Yes})
+                        for (Trans tb : {Trans::No, Trans::Yes}) {
+                            const Case cs{ta, tb, m, n, k, 1.0f, 0.0f, (m + n + k) % 3};
+                            CAPTURE(describe(*uk, cs, 1));
+                            CHECK(compare(*uk, cs, 1, seed++) < 1e-6);
+                        }
+        const float alphas[] = {1.0f, -0.5f, 2.0f}, betas[] = {0.0f, 1.0f, 0.25f};
+        for (float alpha : alphas)
+            for (float beta : betas) {
+                const Case cs{Trans::No, Trans::No, MR + 2, NR + 3, 5, alpha, beta, 1};
+                CAPTURE(describe(*uk, cs, 1));
+                CHECK(compare(*uk, cs, 1, seed++) < 1e-6);
+            }
+    }
+}
+
+TEST_CASE("blocks crossing mc, kc and nc, alone and with threads") {
+    for (const MicroKernel* uk : runnable_micro_kernels()) {
+        // The same loops with tiny cache blocks: every block edge is crossed several times at a
+        // size the emulated POWER runs in CI can afford.
+        MicroKernel small = *uk;
+        small.mc = 2 * uk->mr;
+        small.kc = 16;
+        small.nc = 2 * uk->nr;
+        const Case crossing[] = {
+            {Trans::No, Trans::No, 5 * uk->mr + 3, 5 * uk->nr + 7, 53, 1.0f, 0.5f, 1},
+            {Trans::Yes, Trans::No, 4 * uk->mr + 1, 97, 40, -1.0f, 0.0f, 3},
+            {Trans::No, Trans::Yes, 75, 3 * uk->nr + 1, 33, 1.0f, 1.0f, 0},
+            {Trans::Yes, Trans::Yes, 2 * uk->mr, 2 * uk->nr, 16, 2.0f, 0.0f, 2},
+        };
+        // Shapes of cifar10_full's convolutions with the kernel's real blocks.
+        const Case conv_shapes[] = {
+            {Trans::No, Trans::No, 32, 1024, 75, 1.0f, 0.0f, 0},   // forward, B read in place
+            {Trans::Yes, Trans::No, 800, 64, 64, 1.0f, 0.0f, 0},   // backward data
+            {Trans::No, Trans::Yes, 32, 800, 256, 1.0f, 1.0f, 0},  // backward weights, accumulating
+        };
+        uint32_t seed = 100;
+        for (int threads : {1, 2, 3}) {
+            for (const Case& cs : crossing) {
+                CAPTURE(describe(small, cs, threads) + " (small blocks)");
+                CHECK(compare(small, cs, threads, seed++) < 1e-6);
+            }
+            for (const Case& cs : conv_shapes) {
+                CAPTURE(describe(*uk, cs, threads));
+                CHECK(compare(*uk, cs, threads, seed++) < 1e-6);
+            }
+        }
+    }
+}
+
+TEST_CASE("k = 0 and alpha = 0 scale C by beta") {
+    const MicroKernel& uk = *runnable_micro_kernels().front();
+    std::vector<float> c = {1, 2, 3, 4};
+    sgemm_packed(uk, Trans::No, Trans::No, 2, 2, 0, 1.0f, nullptr, 1, nullptr, 2, 0.5f, c.data(), 2, 1);
+    CHECK(c == std::vector<float>{0.5f, 1, 1.5f, 2});
+    float a[2] = {1, 1}, b[2] = {1, 1};
+    sgemm_packed(uk, Trans::No, Trans::No, 2, 2, 1, 0.0f, a, 1, b, 2, 0.0f, c.data(), 2, 1);
+    CHECK(c == std::vector<float>{0, 0, 0, 0});
+}
+
+TEST_CASE("kernels are looked up by name, with errors that list the choices") {
+    CHECK(std::string(micro_kernel_by_name("reference").name) == "reference");
+    try {
+        micro_kernel_by_name("sse9");
+        FAIL("no error for an unknown kernel");
+    } catch (const std::invalid_argument& e) {
+        CHECK(std::string(e.what()).find("reference") != std::string::npos);
+    }
+    CHECK(cpu_supports(selected_micro_kernel().kernel));
+}
+
+TEST_CASE("the dispatcher picks the kernel the emulated CPU calls for (RUDRA_EXPECT_KERNEL)") {
+    // tools/power-ci.sh sets it: vsx under -cpu power9, mma under -cpu power10.
+    const char* want = std::getenv("RUDRA_EXPECT_KERNEL");
+    const std::string chosen = selected_micro_kernel().kernel.name;
+    if (want) CHECK(chosen == want);
+    CHECK(cpu_supports(selected_micro_kernel().kernel));
+}

@@ -1,0 +1,282 @@
+// `rudra bench`: kernel throughput, side by side. Every problem runs on every backend in the
+// same process, interleaved repetition by repetition so that a noisy neighbour slows them all
+// alike; the best time of each is reported with GFLOP/s and the percentage of the peak that an
+// FMA loop measures here at the same thread count.
+#include <dlfcn.h>
+#include <omp.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+
+#ifdef RUDRA_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#endif
+
+#include "kernels/aligned_buffer.h"
+#include "kernels/conv.h"
+#include "kernels/gemm.h"
+#include "kernels/peak.h"
+#include "kernels/sgemm/sgemm.h"
+#include "tools/bench_problems.h"
+#include "tools/commands.h"
+
+namespace rudra::tools {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using kernels::Trans;
+
+std::vector<std::string> split_list(const std::string& s) {
+    std::vector<std::string> out;
+    std::stringstream ss(s);
+    for (std::string item; std::getline(ss, item, ',');)
+        if (!item.empty()) out.push_back(item);
+    return out;
+}
+
+std::vector<int> int_list(const std::string& s, const char* what) {
+    std::vector<int> out;
+    for (const std::string& item : split_list(s)) {
+        size_t used = 0;
+        int v = 0;
+        try {
+            v = std::stoi(item, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used != item.size() || v <= 0)
+            throw std::runtime_error(std::string(what) + ": '" + item + "' is not a positive integer");
+        out.push_back(v);
+    }
+    return out;
+}
+
+void fill_random(kernels::AlignedBuffer& b, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (size_t i = 0; i < b.size(); ++i) b.data()[i] = u(rng);
+}
+
+// OpenBLAS, when installed, is opened at run time with its own symbol scope: it exports the
+// same cblas_* names as BLIS, so it cannot be linked next to it.
+class OpenBlas {
+public:
+    OpenBlas() {
+        for (const char* lib : {"libopenblas.so.0", "libopenblasp.so.0", "libopenblaso.so.0"}) {
+            handle_ = dlopen(lib, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+            if (handle_) break;
+        }
+        if (!handle_) return;
+        sgemm_ = reinterpret_cast<SgemmFn>(dlsym(handle_, "cblas_sgemm"));
+        set_threads_ = reinterpret_cast<void (*)(int)>(dlsym(handle_, "openblas_set_num_threads"));
+        if (!sgemm_) {
+            dlclose(handle_);
+            handle_ = nullptr;
+        }
+    }
+    ~OpenBlas() {
+        if (handle_) dlclose(handle_);
+    }
+    bool available() const { return handle_ != nullptr; }
+    void sgemm(const GemmShape& s, const float* a, int lda, const float* b, int ldb, float* c, int ldc, int threads) {
+        if (set_threads_) set_threads_(threads);
+        constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
+        sgemm_(kRowMajor, s.ta == Trans::Yes ? kTrans : kNoTrans, s.tb == Trans::Yes ? kTrans : kNoTrans, s.m, s.n,
+               s.k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+    }
+
+private:
+    using SgemmFn = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float,
+                             float*, int);
+    void* handle_ = nullptr;
+    SgemmFn sgemm_ = nullptr;
+    void (*set_threads_)(int) = nullptr;
+};
+
+// One timed thing: a backend's pass over a problem at a thread count.
+struct Candidate {
+    std::string backend, pass;
+    std::function<void()> run;
+    double best = 1e30;
+};
+
+// Interleaves the candidates round by round: at least 3 rounds and `min_time` seconds each.
+void time_candidates(std::vector<Candidate>& cs, double min_time) {
+    for (Candidate& c : cs) c.run();  // warm-up: first-touch, packing buffers, JIT
+    double spent = 0.0;
+    for (int round = 0; round < 3 || spent < min_time * static_cast<double>(cs.size()); ++round) {
+        for (Candidate& c : cs) {
+            const auto t0 = Clock::now();
+            c.run();
+            const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+            c.best = std::min(c.best, s);
+            spent += s;
+        }
+        if (round > 1000) break;
+    }
+}
+
+class Report {
+public:
+    Report(const std::string& format, const std::string& path) : format_(format), path_(path) {
+        if (!path.empty()) {
+            file_.open(path + ".tmp");
+            if (!file_) throw std::runtime_error(path + ": cannot write");
+        }
+    }
+    void add(const nlohmann::json& r) {
+        if (format_ == "table" || !path_.empty())
+            std::printf("%-44s %-9s %-11s %2d thr  %9.3f ms  %7.1f GFLOP/s  %5.1f%% of peak\n",
+                        r["problem"].get<std::string>().c_str(), r["backend"].get<std::string>().c_str(),
+                        r["pass"].get<std::string>().c_str(), r["threads"].get<int>(), r["ms"].get<double>(),
+                        r["gflops"].get<double>(), r["pct_peak"].get<double>());
+        std::ostream& out = path_.empty() ? std::cout : file_;
+        if (format_ == "jsonl") out << r.dump() << "\n";
+        if (format_ == "csv") {
+            if (rows_++ == 0) out << "problem,name,backend,pass,threads,mb,ms,gflops,pct_peak\n";
+            out << r["problem"].get<std::string>() << ',' << r["name"].get<std::string>() << ','
+                << r["backend"].get<std::string>() << ',' << r["pass"].get<std::string>() << ',' << r["threads"] << ','
+                << r["mb"] << ',' << r["ms"] << ',' << r["gflops"] << ',' << r["pct_peak"] << "\n";
+        }
+        out.flush();
+    }
+    // The file appears complete or not at all.
+    void finish() {
+        if (path_.empty()) return;
+        file_.close();
+        if (std::rename((path_ + ".tmp").c_str(), path_.c_str()) != 0) throw std::runtime_error(path_ + ": cannot rename");
+    }
+
+private:
+    std::string format_, path_;
+    std::ofstream file_;
+    long rows_ = 0;
+};
+
+std::vector<Candidate> gemm_candidates(const GemmShape& s, const std::vector<std::string>& backends, int threads,
+                                       kernels::AlignedBuffer& a, kernels::AlignedBuffer& b, kernels::AlignedBuffer& c,
+                                       OpenBlas& openblas) {
+    const int lda = s.ta == Trans::No ? s.k : s.m, ldb = s.tb == Trans::No ? s.n : s.k, ldc = s.n;
+    std::vector<Candidate> cs;
+    for (const std::string& be : backends) {
+        std::function<void()> run;
+        if (be == "own") {
+            run = [=, &a, &b, &c] {
+                kernels::sgemm(s.ta, s.tb, s.m, s.n, s.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, c.data(), ldc,
+                               threads, kernels::GemmBackend::Own);
+            };
+        } else if (be == "blis") {
+            run = [=, &a, &b, &c] {
+                kernels::sgemm(s.ta, s.tb, s.m, s.n, s.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, c.data(), ldc,
+                               threads, kernels::GemmBackend::Blis);
+            };
+        } else if (be == "onednn") {
+#ifdef RUDRA_HAVE_DNNL
+            run = [=, &a, &b, &c] {
+                omp_set_num_threads(threads);
+                dnnl_sgemm(s.ta == Trans::Yes ? 'T' : 'N', s.tb == Trans::Yes ? 'T' : 'N', s.m, s.n, s.k, 1.0f,
+                           a.data(), lda, b.data(), ldb, 0.0f, c.data(), ldc);
+            };
+#endif
+        } else if (be == "openblas") {
+            if (openblas.available())
+                run = [=, &a, &b, &c, &openblas] { openblas.sgemm(s, a.data(), lda, b.data(), ldb, c.data(), ldc, threads); };
+        }
+        if (run) cs.push_back({be, "gemm", run});
+    }
+    return cs;
+}
+
+}  // namespace
+
+int run_bench(const BenchOptions& o) {
+    std::vector<BenchProblem> problems;
+    for (const std::string& text : o.problems) {
+        try {
+            problems.push_back(parse_problem(text));
+        } catch (const std::invalid_argument& e) {
+            throw std::runtime_error(e.what());
+        }
+    }
+    for (const std::string& file : o.batch_files)
+        for (BenchProblem& p : read_batch_file(file)) problems.push_back(p);
+    if (problems.empty()) throw std::runtime_error("no problems: give descriptors (e.g. mb128ic3ih32oc32oh32kh5ph2 or m2048n2048k2048) or --batch-file");
+    if (!o.minibatches.empty()) {
+        std::vector<BenchProblem> swept;
+        for (const BenchProblem& p : problems) {
+            if (p.is_gemm) {
+                swept.push_back(p);
+                continue;
+            }
+            for (int mb : int_list(o.minibatches, "--mb")) swept.push_back(with_minibatch(p, mb));
+        }
+        problems = swept;
+    }
+    const std::vector<int> thread_counts = o.threads.empty() ? std::vector<int>{omp_get_max_threads()}
+                                                             : int_list(o.threads, "--threads");
+    std::vector<std::string> backends = split_list(o.backends);
+    for (const std::string& be : backends)
+        if (be != "own" && be != "blis" && be != "onednn" && be != "openblas" && be != "reference")
+            throw std::runtime_error("--backends: unknown backend '" + be + "' (own, blis, onednn, openblas, reference)");
+    OpenBlas openblas;
+    std::printf("sgemm micro-kernel: %s (%s)\n", kernels::selected_micro_kernel().kernel.name,
+                kernels::selected_micro_kernel().reason.c_str());
+    std::map<int, double> peak;
+    for (int t : thread_counts) {
+        const kernels::PeakResult pr = kernels::measure_peak(t);
+        peak[t] = pr.gflops;
+        std::printf("peak (FMA loop, %s, %d thread%s): %.1f GFLOP/s\n", pr.isa, t, t == 1 ? "" : "s", pr.gflops);
+    }
+    std::fflush(stdout);
+
+    Report report(o.format, o.output);
+    for (const BenchProblem& p : problems) {
+        for (int t : thread_counts) {
+            std::vector<Candidate> cs;
+            kernels::AlignedBuffer a, b, c;
+            std::vector<std::unique_ptr<kernels::ConvBench>> convs;
+            if (p.is_gemm) {
+                const GemmShape& s = p.gemm;
+                a = kernels::AlignedBuffer(static_cast<size_t>(s.m) * s.k);
+                b = kernels::AlignedBuffer(static_cast<size_t>(s.k) * s.n);
+                c = kernels::AlignedBuffer(static_cast<size_t>(s.m) * s.n);
+                fill_random(a, 1);
+                fill_random(b, 2);
+                cs = gemm_candidates(s, backends, t, a, b, c, openblas);
+            } else {
+                for (const std::string& be : backends) {
+                    auto kind = kernels::conv_backend_from_name(be);
+                    if (!kind || !kernels::conv_backend_available(*kind)) continue;
+                    convs.push_back(std::make_unique<kernels::ConvBench>(p.conv, *kind, t));
+                    kernels::ConvBench* cb = convs.back().get();
+                    for (const char* pass : {"fwd", "bwd_data", "bwd_weights"}) {
+                        const std::string ps = pass;
+                        if (o.passes.find(ps) == std::string::npos && o.passes != "all") continue;
+                        cs.push_back({be, ps, [cb, ps] { cb->run(ps); }});
+                    }
+                }
+            }
+            time_candidates(cs, o.min_time);
+            for (const Candidate& cd : cs) {
+                const double gflops = p.flops() / cd.best * 1e-9;
+                report.add({{"problem", p.text}, {"name", p.name}, {"kind", p.is_gemm ? "gemm" : "conv"},
+                            {"backend", cd.backend}, {"pass", cd.pass}, {"threads", t},
+                            {"mb", p.is_gemm ? 0 : p.conv.num}, {"ms", cd.best * 1e3}, {"gflops", gflops},
+                            {"peak_gflops", peak[t]}, {"pct_peak", 100.0 * gflops / peak[t]}});
+            }
+        }
+    }
+    report.finish();
+    return 0;
+}
+
+}  // namespace rudra::tools

@@ -1,0 +1,152 @@
+#include "tools/bench_problems.h"
+
+#include <cctype>
+#include <map>
+#include <stdexcept>
+
+#include "nn/prototxt.h"
+
+namespace rudra::tools {
+namespace {
+
+[[noreturn]] void bad(const std::string& text, const std::string& why) {
+    throw std::invalid_argument("problem '" + text + "': " + why);
+}
+
+// Splits "mb128ic3" into {mb:128, ic:3}; n"name" becomes the name, ta/tb flags.
+std::map<std::string, long> fields(const std::string& text, std::string& name, std::vector<std::string>& flags) {
+    std::map<std::string, long> out;
+    size_t i = 0;
+    while (i < text.size()) {
+        if (text[i] == '_') {  // optional separator, e.g. m75n1024k32ta_n"name"
+            ++i;
+            continue;
+        }
+        size_t j = i;
+        while (j < text.size() && std::isalpha(static_cast<unsigned char>(text[j]))) ++j;
+        std::string key = text.substr(i, j - i);
+        if (key.empty()) bad(text, "expected a letter at position " + std::to_string(i + 1));
+        if (j < text.size() && text[j] == '"') {  // n"name"
+            if (key != "n") bad(text, "only n takes a quoted name");
+            const size_t end = text.find('"', j + 1);
+            if (end == std::string::npos) bad(text, "unterminated name");
+            name = text.substr(j + 1, end - j - 1);
+            i = end + 1;
+            continue;
+        }
+        size_t k = j;
+        while (k < text.size() && std::isdigit(static_cast<unsigned char>(text[k]))) ++k;
+        if (k == j) {
+            if (key == "ta" || key == "tb") {
+                flags.push_back(key);
+                i = j;
+                continue;
+            }
+            bad(text, "'" + key + "' needs a number");
+        }
+        if (out.count(key)) bad(text, "'" + key + "' given twice");
+        out[key] = std::stol(text.substr(j, k - j));
+        i = k;
+    }
+    return out;
+}
+
+}  // namespace
+
+double BenchProblem::flops() const {
+    if (is_gemm) return 2.0 * gemm.m * gemm.n * static_cast<double>(gemm.k);
+    const kernels::ConvGeometry& g = conv.geom;
+    return 2.0 * conv.num * conv.out_channels * static_cast<double>(g.out_h()) * g.out_w() * (g.channels / conv.groups) *
+           g.kernel_h * g.kernel_w;
+}
+
+BenchProblem parse_problem(const std::string& text) {
+    BenchProblem p;
+    p.text = text;
+    std::vector<std::string> flags;
+    auto f = fields(text, p.name, flags);
+    auto take = [&](const char* key, long fallback) {
+        auto it = f.find(key);
+        if (it == f.end()) return fallback;
+        const long v = it->second;
+        f.erase(it);
+        return v;
+    };
+    if (f.count("m") || f.count("k")) {
+        p.is_gemm = true;
+        p.gemm.m = static_cast<int>(take("m", 0));
+        p.gemm.n = static_cast<int>(take("n", 0));
+        p.gemm.k = static_cast<int>(take("k", 0));
+        if (p.gemm.m <= 0 || p.gemm.n <= 0 || p.gemm.k <= 0) bad(text, "a GEMM needs m, n and k > 0");
+        for (const std::string& fl : flags)
+            (fl == "ta" ? p.gemm.ta : p.gemm.tb) = kernels::Trans::Yes;
+    } else {
+        if (!flags.empty()) bad(text, "ta/tb apply to GEMM problems only");
+        kernels::ConvProblem& c = p.conv;
+        kernels::ConvGeometry& g = c.geom;
+        c.num = static_cast<int>(take("mb", 2));
+        g.channels = static_cast<int>(take("ic", 0));
+        c.out_channels = static_cast<int>(take("oc", 0));
+        c.groups = static_cast<int>(take("g", 1));
+        g.height = static_cast<int>(take("ih", 0));
+        g.width = static_cast<int>(take("iw", g.height));
+        g.kernel_h = static_cast<int>(take("kh", 1));
+        g.kernel_w = static_cast<int>(take("kw", g.kernel_h));
+        g.stride_h = static_cast<int>(take("sh", 1));
+        g.stride_w = static_cast<int>(take("sw", g.stride_h));
+        g.pad_h = static_cast<int>(take("ph", 0));
+        g.pad_w = static_cast<int>(take("pw", g.pad_h));
+        g.dilation_h = static_cast<int>(take("dh", 0)) + 1;
+        g.dilation_w = static_cast<int>(take("dw", g.dilation_h - 1)) + 1;
+        const long oh = take("oh", 0), ow = take("ow", oh ? oh : 0);
+        if (c.num <= 0 || g.channels <= 0 || c.out_channels <= 0 || g.height <= 0 || g.width <= 0)
+            bad(text, "a convolution needs mb, ic, oc and ih > 0");
+        if (g.kernel_h <= 0 || g.kernel_w <= 0 || g.stride_h <= 0 || g.stride_w <= 0 || c.groups <= 0)
+            bad(text, "kernel, stride and group must be > 0");
+        if (g.channels % c.groups || c.out_channels % c.groups) bad(text, "ic and oc must be divisible by g");
+        if (g.out_h() <= 0 || g.out_w() <= 0) bad(text, "the kernel is larger than the padded input");
+        if (oh && oh != g.out_h())
+            bad(text, "oh" + std::to_string(oh) + " does not match the geometry (it gives " + std::to_string(g.out_h()) + ")");
+        if (ow && ow != g.out_w())
+            bad(text, "ow" + std::to_string(ow) + " does not match the geometry (it gives " + std::to_string(g.out_w()) + ")");
+    }
+    if (!f.empty()) bad(text, "unknown field '" + f.begin()->first + "'");
+    return p;
+}
+
+BenchProblem with_minibatch(const BenchProblem& p, int mb) {
+    if (p.is_gemm) return p;
+    BenchProblem q = p;
+    q.conv.num = mb;
+    const size_t at = p.text.find("mb");
+    size_t end = at + 2;
+    while (at != std::string::npos && end < p.text.size() && std::isdigit(static_cast<unsigned char>(p.text[end]))) ++end;
+    q.text = at == std::string::npos ? "mb" + std::to_string(mb) + p.text
+                                     : p.text.substr(0, at) + "mb" + std::to_string(mb) + p.text.substr(end);
+    return q;
+}
+
+std::vector<BenchProblem> read_batch_file(const std::string& path) {
+    const std::string text = nn::read_text_file(path);
+    std::vector<BenchProblem> out;
+    size_t line_no = 0, at = 0;
+    while (at <= text.size()) {
+        size_t end = text.find('\n', at);
+        if (end == std::string::npos) end = text.size();
+        std::string line = text.substr(at, end - at);
+        ++line_no;
+        at = end + 1;
+        if (const size_t hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+        const size_t b = line.find_first_not_of(" \t\r"), e = line.find_last_not_of(" \t\r");
+        if (b == std::string::npos) continue;
+        try {
+            out.push_back(parse_problem(line.substr(b, e - b + 1)));
+        } catch (const std::invalid_argument& err) {
+            throw std::runtime_error(path + ":" + std::to_string(line_no) + ": " + err.what());
+        }
+    }
+    if (out.empty()) throw std::runtime_error(path + ": no problems in the file");
+    return out;
+}
+
+}  // namespace rudra::tools
