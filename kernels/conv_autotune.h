@@ -1,5 +1,7 @@
 // `auto` backend choice for a convolution: every available backend runs the shape's forward,
-// backward-data and backward-weights passes a few times; the fastest in total wins. Choices are
+// backward-data and backward-weights passes a few times. One backend is chosen for forward plus
+// backward-weights (the passes every trained layer runs) and one for backward-data (which the
+// first layer of a net never runs), each the fastest at its passes. Choices are
 // kept in a JSON cache file keyed by shape, threads and SGEMM micro-kernel, so each shape is
 // measured once per machine.
 #pragma once
@@ -10,7 +12,8 @@
 namespace rudra::kernels {
 
 struct AutoChoice {
-    ConvBackend backend;
+    ConvBackend backend;       // forward and backward-weights
+    ConvBackend data_backend;  // backward-data
     std::string summary;  // e.g. "onednn 0.41 ms (own 0.52, blis 0.97)" plus "cached" when read back
 };
 

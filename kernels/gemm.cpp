@@ -10,6 +10,9 @@
 #ifdef RUDRA_HAVE_BLIS
 #include <blis.h>
 #endif
+#ifdef RUDRA_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#endif
 
 namespace rudra::kernels {
 
@@ -61,6 +64,16 @@ void sgemm(Trans ta, Trans tb, int m, int n, int k, float alpha, const float* a,
 #else
             throw std::runtime_error("this build has no BLIS (apt-get install libblis-openmp-dev and rebuild)");
 #endif
+        case GemmBackend::Onednn:
+#ifdef RUDRA_HAVE_DNNL
+            // dnnl_sgemm is row-major and sizes its team from the OpenMP setting.
+            if (dnnl_sgemm(ta == Trans::Yes ? 'T' : 'N', tb == Trans::Yes ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
+                           beta, c, ldc) != dnnl_success)
+                throw std::runtime_error("dnnl_sgemm failed");
+            return;
+#else
+            throw std::runtime_error("this build has no oneDNN (apt-get install libdnnl-dev and rebuild)");
+#endif
         case GemmBackend::Reference:
             sgemm_reference(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
             return;
@@ -70,6 +83,9 @@ void sgemm(Trans ta, Trans tb, int m, int n, int k, float alpha, const float* a,
 bool gemm_backend_available(GemmBackend backend) {
 #ifndef RUDRA_HAVE_BLIS
     if (backend == GemmBackend::Blis) return false;
+#endif
+#ifndef RUDRA_HAVE_DNNL
+    if (backend == GemmBackend::Onednn) return false;
 #endif
     return true;
 }
@@ -81,6 +97,7 @@ const char* gemm_backend_name(GemmBackend backend) {
             return name.c_str();
         }
         case GemmBackend::Blis: return "blis";
+        case GemmBackend::Onednn: return "onednn";
         case GemmBackend::Reference: return "reference";
     }
     return "?";

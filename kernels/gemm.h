@@ -7,8 +7,9 @@ namespace rudra::kernels {
 
 enum class Trans { No, Yes };
 
-// Who computes it: the engine's own packed SGEMM (kernels/sgemm), BLIS, or the triple loop.
-enum class GemmBackend { Own, Blis, Reference };
+// Who computes it: the engine's own packed SGEMM (kernels/sgemm), BLIS, oneDNN's dnnl_sgemm, or
+// the triple loop.
+enum class GemmBackend { Own, Blis, Onednn, Reference };
 
 // threads: how many threads this one call may use. Layers that already run one GEMM per
 // OpenMP thread pass 1; a lone large GEMM passes 0 (= all OpenMP threads).
@@ -20,9 +21,9 @@ void sgemm(Trans ta, Trans tb, int m, int n, int k, float alpha, const float* a,
 void sgemm_reference(Trans ta, Trans tb, int m, int n, int k, float alpha, const float* a,
                      int lda, const float* b, int ldb, float beta, float* c, int ldc);
 
-// Whether this build has the backend (BLIS is optional).
+// Whether this build has the backend (BLIS and oneDNN are optional).
 bool gemm_backend_available(GemmBackend backend);
-// "own (avx512)", "blis" or "reference".
+// "own (avx512)", "blis", "onednn" or "reference".
 const char* gemm_backend_name(GemmBackend backend = GemmBackend::Own);
 
 }  // namespace rudra::kernels

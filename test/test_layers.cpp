@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "kernels/conv.h"
+#include "kernels/gemm.h"
 #include "kernels/conv_reference.h"
 #include "kernels/pooling.h"
 #include "layer_harness.h"
@@ -215,13 +216,21 @@ TEST_CASE("lrn: within-channel value matches Caffe's definition") {
     CHECK(h.top(0).data[0] == doctest::Approx(1.0 / (1.0 + 9.0 / 9.0 * 4.0)));
 }
 
-TEST_CASE("inner product: finite-difference gradients") {
+TEST_CASE("inner product on every GEMM backend: finite-difference gradients") {
     std::mt19937 rng(9);
-    for (Shape s : {Shape{3, 4, 2, 2}, Shape{1, 7}, Shape{5, 3, 1, 1}}) {
-        LayerHarness h("name: 'ip' type: 'InnerProduct' bottom: 'x' top: 'y' inner_product_param { num_output: 5 }", {s});
-        h.randomize(rng);
-        h.check_gradients({true}, rng);
-    }
+    for (const char* backend : {"own", "blis", "onednn", "reference"})
+        for (Shape s : {Shape{3, 4, 2, 2}, Shape{1, 7}, Shape{5, 3, 1, 1}}) {
+            rudra::nn::KernelOptions kernels;
+            kernels.conv = backend;
+            if (std::string(backend) == "blis" && !rudra::kernels::gemm_backend_available(rudra::kernels::GemmBackend::Blis)) continue;
+            if (std::string(backend) == "onednn" && !rudra::kernels::gemm_backend_available(rudra::kernels::GemmBackend::Onednn)) continue;
+            CAPTURE(backend);
+            LayerHarness h("name: 'ip' type: 'InnerProduct' bottom: 'x' top: 'y' inner_product_param { num_output: 5 }", {s},
+                           rudra::nn::Phase::Train, kernels);
+            CHECK(h.layer().backend() == backend);
+            h.randomize(rng);
+            h.check_gradients({true}, rng);
+        }
 }
 
 TEST_CASE("dropout: train scales survivors, test is the identity, gradients follow the mask") {

@@ -70,7 +70,8 @@ public:
                   const std::vector<Blob*>& bottom) override {
         kernel_->backward_weights(bottom[0]->data, top[0]->diff, param_views_[0].diff,
                                   bias_term_ ? param_views_[1].diff : nullptr);
-        if (propagate_down[0]) kernel_->backward_data(top[0]->diff, param_views_[0].data, bottom[0]->diff);
+        if (propagate_down[0])
+            (data_kernel_ ? data_kernel_ : kernel_)->backward_data(top[0]->diff, param_views_[0].data, bottom[0]->diff);
     }
 
     std::string backend() const override { return backend_; }
@@ -88,8 +89,13 @@ private:
         if (name == "auto") {
             const auto choice = kernels::choose_conv_backend(
                 p, threads, options.auto_cache == "default" ? kernels::default_autotune_cache() : options.auto_cache);
-            backend_ = std::string(kernels::conv_backend_name(choice.backend)) + " (auto: " + choice.summary + ")";
+            backend_ = std::string(kernels::conv_backend_name(choice.backend));
+            if (choice.data_backend != choice.backend) backend_ += "+" + std::string(kernels::conv_backend_name(choice.data_backend));
+            backend_ += " (auto: " + choice.summary + ")";
             kernel_ = kernels::make_conv_kernel(p, choice.backend, threads);
+            // A second kernel only when backward-data is faster elsewhere (its scratch is the cost).
+            if (choice.data_backend != choice.backend)
+                data_kernel_ = kernels::make_conv_kernel(p, choice.data_backend, threads);
             return;
         }
         const auto be = kernels::conv_backend_from_name(name);
@@ -105,7 +111,7 @@ private:
     FillerSpec weight_filler_, bias_filler_;
     KernelOptions options_;  // read in setup()
     std::string backend_;
-    std::unique_ptr<kernels::ConvKernel> kernel_;
+    std::unique_ptr<kernels::ConvKernel> kernel_, data_kernel_;  // data_kernel_: backward-data, when it differs
 };
 
 }  // namespace

@@ -11,6 +11,16 @@ using kernels::Trans;
 class InnerProductLayer final : public Layer {
 public:
     explicit InnerProductLayer(LayerArgs& a) : Layer(a.name, a.phase) {
+        // The layer's GEMMs run on the backend chosen for it (--conv-backend names layers of
+        // both kinds); `auto` keeps the own SGEMM.
+        const std::string name = a.kernels.conv_for(a.name);
+        backend_name_ = name == "auto" ? "own" : name;
+        backend_ = backend_name_ == "blis"     ? kernels::GemmBackend::Blis
+                   : backend_name_ == "onednn" ? kernels::GemmBackend::Onednn
+                   : backend_name_ == "reference" ? kernels::GemmBackend::Reference
+                                                  : kernels::GemmBackend::Own;
+        if (!kernels::gemm_backend_available(backend_))
+            fail("GEMM backend '" + backend_name_ + "' is not available in this build");
         ParamBlock p(a, "inner_product_param");
         p->require("num_output");
         out_ = static_cast<int>(p->integer("num_output", 1, 1, 1 << 24));
@@ -22,6 +32,7 @@ public:
         p->finish();
     }
     const char* type() const override { return "InnerProduct"; }
+    std::string backend() const override { return backend_name_; }
     std::vector<Shape> setup(const std::vector<Shape>& b) override {
         if (b.size() != 1 || b[0].rank() < 1) fail("needs one bottom");
         num_ = b[0][0];
@@ -33,7 +44,7 @@ public:
     void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top) override {
         float* y = top[0]->data;
         sgemm(Trans::No, Trans::Yes, num_, out_, in_, 1.0f, bottom[0]->data, in_, param_views_[0].data, in_,
-              0.0f, y, out_, 0);
+              0.0f, y, out_, 0, backend_);
         if (!bias_term_) return;
         const float* b = param_views_[1].data;
         for (int n = 0; n < num_; ++n)
@@ -43,7 +54,7 @@ public:
                   const std::vector<Blob*>& bottom) override {
         const float* dy = top[0]->diff;
         sgemm(Trans::Yes, Trans::No, out_, in_, num_, 1.0f, dy, out_, bottom[0]->data, in_, 1.0f,
-              param_views_[0].diff, in_, 0);
+              param_views_[0].diff, in_, 0, backend_);
         if (bias_term_) {
             float* db = param_views_[1].diff;
             for (int n = 0; n < num_; ++n)
@@ -51,13 +62,15 @@ public:
         }
         if (down[0])
             sgemm(Trans::No, Trans::No, num_, in_, out_, 1.0f, dy, out_, param_views_[0].data, in_, 0.0f,
-                  bottom[0]->diff, in_, 0);
+                  bottom[0]->diff, in_, 0, backend_);
     }
 
 private:
     int out_ = 0, in_ = 0, num_ = 0;
     bool bias_term_ = true;
     FillerSpec weight_filler_, bias_filler_;
+    std::string backend_name_;
+    kernels::GemmBackend backend_ = kernels::GemmBackend::Own;
 };
 
 }  // namespace
