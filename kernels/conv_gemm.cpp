@@ -12,6 +12,7 @@
 #include "kernels/aligned_buffer.h"
 #include "kernels/conv.h"
 #include "kernels/gemm.h"
+#include "kernels/sgemm/sgemm.h"
 
 namespace rudra::kernels {
 namespace {
@@ -19,9 +20,10 @@ namespace {
 class GemmConv final : public ConvKernel {
 public:
     GemmConv(const ConvProblem& p, GemmBackend backend, int threads)
-        : p_(p), g_(p.geom), backend_(backend), threads_(std::max(1, threads)),
+        : p_(p), g_(p.geom), backend_(backend), slivers_(backend == GemmBackend::Own && p.groups == 1),
+          nr_(slivers_ ? selected_micro_kernel().kernel.nr : 1), threads_(std::max(1, threads)),
           team_(std::min(threads_, p.num)),
-          col_floats_(g_.is_pointwise() ? 0 : round16(static_cast<size_t>(g_.col_rows()) * g_.col_cols())),
+          col_floats_(column_floats(g_, slivers_, nr_)),
           grad_floats_(round16(static_cast<size_t>(p.out_channels) * k_g() + p.out_channels)),
           scratch_(std::max(1, team_) * (col_floats_ + grad_floats_)) {}
 
@@ -65,11 +67,18 @@ public:
             float* acc_w = direct ? dw : grad_buffer(t);
             float* acc_b = direct ? db : grad_buffer(t) + wcount;
             const float* dyn = dy + n * out_count();
-            const float* col = column(x + n * in_count(), t);
-            for (int g = 0; g < p_.groups; ++g)
+            if (slivers_) {
+                // col^T straight into the SGEMM's packed-B layout: no separate packing pass.
+                im2col_slivers(x + n * in_count(), g_, nr_, col_buffer(t));
+                sgemm_packed_b_slivers(selected_micro_kernel().kernel, Trans::No, m_g(), k_g(), pixels(), 1.0f, dyn,
+                                       pixels(), col_buffer(t), 1.0f, acc_w, k_g(), gemm_threads);
+            } else {
+                const float* col = column(x + n * in_count(), t);
+                for (int g = 0; g < p_.groups; ++g)
                 sgemm(Trans::No, Trans::Yes, m_g(), k_g(), pixels(), 1.0f, dyn + g * m_g() * pixels(), pixels(),
-                      col + g * k_g() * pixels(), pixels(), 1.0f, acc_w + g * m_g() * k_g(), k_g(), gemm_threads,
-                      backend_);
+                          col + g * k_g() * pixels(), pixels(), 1.0f, acc_w + g * m_g() * k_g(), k_g(), gemm_threads,
+                          backend_);
+            }
             if (acc_b)
                 for (int c = 0; c < p_.out_channels; ++c) {
                     const float* row = dyn + c * pixels();
@@ -100,6 +109,14 @@ private:
     }
 
     static size_t round16(size_t n) { return (n + 15) / 16 * 16; }  // keeps 64-byte alignment
+    // A column buffer holds the im2col matrix, or its transpose in nr-wide slivers (rows rounded
+    // up to nr) for backward-weights on the own SGEMM.
+    static size_t column_floats(const ConvGeometry& g, bool slivers, int nr) {
+        const size_t K = static_cast<size_t>(g.col_rows()), P = static_cast<size_t>(g.col_cols());
+        size_t n = g.is_pointwise() ? 0 : K * P;
+        if (slivers) n = std::max(n, (K + nr - 1) / nr * nr * P);
+        return round16(n);
+    }
     float* col_buffer(int t) { return scratch_.data() + t * col_floats_; }
     float* grad_buffer(int t) { return scratch_.data() + team_ * col_floats_ + t * grad_floats_; }
     const float* column(const float* image, int t) {
@@ -116,6 +133,8 @@ private:
     ConvProblem p_;
     ConvGeometry g_;
     GemmBackend backend_;
+    bool slivers_;  // backward-weights through im2col_slivers (own SGEMM, one group)
+    int nr_;
     int threads_, team_;
     size_t col_floats_, grad_floats_;
     AlignedBuffer scratch_;

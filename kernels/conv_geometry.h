@@ -25,6 +25,10 @@ struct ConvGeometry {
 
 // img is [channels, height, width]; col is [col_rows, col_cols] (Caffe's layout).
 void im2col(const float* img, const ConvGeometry& g, float* col);
+// The transpose of the im2col matrix as the own SGEMM's packed B slivers: rows of col in groups
+// of nr, out[(r / nr) * P * nr + p * nr + r % nr] = col[r][p] (P = col_cols()), the lanes past
+// the last row zero. Backward-weights multiplies by col^T; writing it this way saves packing it.
+void im2col_slivers(const float* img, const ConvGeometry& g, int nr, float* out);
 // Inverse scatter: img = sum of col entries landing on each pixel (img is overwritten).
 void col2im(const float* col, const ConvGeometry& g, float* img);
 

@@ -37,6 +37,9 @@ void add_kernel_options(CLI::App* cmd, rudra::nn::KernelOptions& k) {
 int main(int argc, char** argv) {
     CLI::App app{"rudra: a deep learning engine for CPU clusters (Caffe prototxt models, SGD solvers)"};
     app.require_subcommand(1);
+    // A later value replaces an earlier one, so that scripts can be given overrides
+    // (tools/run-main.sh --epochs 2).
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     int threads = 0;
     app.add_option("-t,--threads", threads, "OpenMP threads (0: all cores)")->check(CLI::NonNegativeNumber);
 

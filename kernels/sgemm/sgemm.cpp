@@ -28,6 +28,7 @@ struct Problem {
     float* c;
     int ldc;
     bool direct_b;
+    bool b_slivers;  // B already in the kernel's sliver layout over all of k
 };
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
@@ -124,7 +125,7 @@ void run_thread(const Problem& P, const MicroKernel& uk, const Workspace& ws, in
             for (int ic = 0; ic < P.m; ic += uk.mc) {
                 const int mc = std::min(uk.mc, P.m - ic), n_ir = ceil_div(mc, MR);
                 int q0, q1;
-                if (!P.direct_b && ic == 0) {
+                if (!P.direct_b && !P.b_slivers && ic == 0) {
                     split(n_jr, tid, nt, q0, q1);
                     pack_b(P, NR, jc, nc, pc, kc, q0, q1, ws.b_panel);
                 }
@@ -139,7 +140,9 @@ void run_thread(const Problem& P, const MicroKernel& uk, const Workspace& ws, in
                     const int nr_v = std::min(NR, P.n - j), mr_v = std::min(MR, P.m - i);
                     const float* bs;
                     int64_t rs_b = NR;
-                    if (!P.direct_b) {
+                    if (P.b_slivers) {
+                        bs = P.b + static_cast<int64_t>(j / NR) * P.k * NR + static_cast<int64_t>(pc) * NR;
+                    } else if (!P.direct_b) {
                         bs = ws.b_panel + static_cast<int64_t>(jr) * NR * kc;
                     } else if (nr_v == NR) {
                         bs = P.b + static_cast<int64_t>(pc) * P.ldb + j;
@@ -187,25 +190,19 @@ float* scratch(std::size_t floats) {
 
 }  // namespace
 
-void sgemm_packed(const MicroKernel& uk, Trans ta, Trans tb, int m, int n, int k, float alpha, const float* a,
-                  int lda, const float* b, int ldb, float beta, float* c, int ldc, int threads) {
-    if (m <= 0 || n <= 0) return;
-    if (k <= 0 || alpha == 0.0f) {
-        if (beta != 1.0f) scale_c(c, m, n, ldc, beta);
-        return;
-    }
-    Problem P{ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, tb == Trans::No && m <= uk.mc};
+namespace {
 
+void run(const MicroKernel& uk, const Problem& P, int threads) {
     int nt = threads > 0 ? threads : omp_get_max_threads();
     if (omp_in_parallel()) nt = 1;
     // About 2 MFLOP per thread or more, else the fork and barriers cost more than they save.
-    const double flops = 2.0 * m * n * static_cast<double>(k);
+    const double flops = 2.0 * P.m * P.n * static_cast<double>(P.k);
     nt = std::max(1, std::min<int>(nt, static_cast<int>(flops / 2e6)));
 
-    const int kc = std::min(uk.kc, k);
-    const int64_t nc = static_cast<int64_t>(ceil_div(std::min(uk.nc, n), uk.nr)) * uk.nr;
-    const int64_t mc = static_cast<int64_t>(ceil_div(std::min(uk.mc, m), uk.mr)) * uk.mr;
-    const int64_t b_floats = P.direct_b ? 0 : kc * nc, a_floats = mc * kc;
+    const int kc = std::min(uk.kc, P.k);
+    const int64_t nc = static_cast<int64_t>(ceil_div(std::min(uk.nc, P.n), uk.nr)) * uk.nr;
+    const int64_t mc = static_cast<int64_t>(ceil_div(std::min(uk.mc, P.m), uk.mr)) * uk.mr;
+    const int64_t b_floats = P.direct_b || P.b_slivers ? 0 : kc * nc, a_floats = mc * kc;
     const int64_t edge_floats = static_cast<int64_t>(uk.kc) * uk.nr;
     // Each part starts on a 64-byte boundary (16 floats).
     auto round16 = [](int64_t v) { return (v + 15) / 16 * 16; };
@@ -217,6 +214,30 @@ void sgemm_packed(const MicroKernel& uk, Trans ta, Trans tb, int m, int n, int k
     }
 #pragma omp parallel num_threads(nt)
     run_thread(P, uk, ws, omp_get_thread_num(), omp_get_num_threads());
+}
+
+bool trivial(int m, int n, int k, float alpha, float beta, float* c, int ldc) {
+    if (m <= 0 || n <= 0) return true;
+    if (k <= 0 || alpha == 0.0f) {
+        if (beta != 1.0f) scale_c(c, m, n, ldc, beta);
+        return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+void sgemm_packed(const MicroKernel& uk, Trans ta, Trans tb, int m, int n, int k, float alpha, const float* a,
+                  int lda, const float* b, int ldb, float beta, float* c, int ldc, int threads) {
+    if (trivial(m, n, k, alpha, beta, c, ldc)) return;
+    run(uk, Problem{ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, tb == Trans::No && m <= uk.mc, false},
+        threads);
+}
+
+void sgemm_packed_b_slivers(const MicroKernel& uk, Trans ta, int m, int n, int k, float alpha, const float* a,
+                            int lda, const float* b, float beta, float* c, int ldc, int threads) {
+    if (trivial(m, n, k, alpha, beta, c, ldc)) return;
+    run(uk, Problem{ta, Trans::No, m, n, k, alpha, a, lda, b, 0, beta, c, ldc, false, true}, threads);
 }
 
 }  // namespace rudra::kernels

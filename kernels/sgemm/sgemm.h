@@ -16,6 +16,12 @@ void sgemm_packed(const MicroKernel& kernel, Trans ta, Trans tb, int m, int n, i
                   const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc,
                   int threads);
 
+// The same with B given as the kernel's packed slivers over the whole of k: column j of B is
+// lane j % nr of sliver j / nr, B(p, j) = b[(j / nr) * k * nr + p * nr + j % nr], lanes past n
+// zero (see kernels/conv_geometry.h im2col_slivers). `kernel` must be the one whose nr wrote it.
+void sgemm_packed_b_slivers(const MicroKernel& kernel, Trans ta, int m, int n, int k, float alpha, const float* a,
+                            int lda, const float* b, float beta, float* c, int ldc, int threads);
+
 // Whether this CPU can execute the kernel's instructions (detected at run time).
 bool cpu_supports(const MicroKernel& kernel);
 // Kernels in this build that this CPU can run, fastest first.
