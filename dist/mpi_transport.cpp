@@ -1,5 +1,7 @@
 #include "dist/mpi_transport.h"
 
+#include <utility>
+
 #include <mpi.h>
 
 #include <climits>
@@ -25,23 +27,23 @@ void MpiSession::abort_all(int code) {
     std::abort();
 }
 
-int MpiSession::ranks_on_this_node() {
-    MPI_Comm node;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    int n = 1;
-    MPI_Comm_size(node, &n);
-    MPI_Comm_free(&node);
-    return n;
-}
+namespace {
 
-int MpiSession::rank_on_this_node() {
+// {ranks sharing this rank's node, this rank's index among them}
+std::pair<int, int> node_size_and_rank() {
     MPI_Comm node;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    int r = 0;
+    int n = 1, r = 0;
+    MPI_Comm_size(node, &n);
     MPI_Comm_rank(node, &r);
     MPI_Comm_free(&node);
-    return r;
+    return {n, r};
 }
+
+}  // namespace
+
+int MpiSession::ranks_on_this_node() { return node_size_and_rank().first; }
+int MpiSession::rank_on_this_node() { return node_size_and_rank().second; }
 
 MpiTransport::MpiTransport(WaitPolicy policy) : policy_(policy) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);

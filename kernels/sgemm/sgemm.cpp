@@ -188,10 +188,6 @@ float* scratch(std::size_t floats) {
     return t_scratch.data();
 }
 
-}  // namespace
-
-namespace {
-
 void run(const MicroKernel& uk, const Problem& P, int threads) {
     int nt = threads > 0 ? threads : omp_get_max_threads();
     if (omp_in_parallel()) nt = 1;
