@@ -25,16 +25,25 @@ public:
           team_(std::min(threads_, p.num)),
           col_floats_(column_floats(g_, slivers_, nr_)),
           grad_floats_(round16(static_cast<size_t>(p.out_channels) * k_g() + p.out_channels)),
-          scratch_(std::max(1, team_) * (col_floats_ + grad_floats_)) {}
+          scratch_(std::max(1, team_) * (col_floats_ + grad_floats_)),
+          packed_w_(slivers_ ? packed_a_floats(selected_micro_kernel().kernel, m_g(), k_g()) : 0),
+          packed_wt_(slivers_ ? packed_a_floats(selected_micro_kernel().kernel, k_g(), m_g()) : 0) {}
 
     void forward(const float* x, const float* w, const float* bias, float* y) override {
+        // The own SGEMM packs the weights once for all images.
+        const MicroKernel& uk = selected_micro_kernel().kernel;
+        if (slivers_) pack_a_matrix(uk, Trans::No, m_g(), k_g(), w, k_g(), packed_w_.data());
         for_images([&](int n, int t, int gemm_threads) {
             const float* col = column(x + n * in_count(), t);
             float* yn = y + n * out_count();
-            for (int g = 0; g < p_.groups; ++g)
-                sgemm(Trans::No, Trans::No, m_g(), pixels(), k_g(), 1.0f, w + g * m_g() * k_g(), k_g(),
-                      col + g * k_g() * pixels(), pixels(), 0.0f, yn + g * m_g() * pixels(), pixels(), gemm_threads,
-                      backend_);
+            if (slivers_)
+                sgemm_prepacked_a(uk, m_g(), pixels(), k_g(), 1.0f, packed_w_.data(), Trans::No, col, pixels(), 0.0f,
+                                  yn, pixels(), gemm_threads);
+            else
+                for (int g = 0; g < p_.groups; ++g)
+                    sgemm(Trans::No, Trans::No, m_g(), pixels(), k_g(), 1.0f, w + g * m_g() * k_g(), k_g(),
+                          col + g * k_g() * pixels(), pixels(), 0.0f, yn + g * m_g() * pixels(), pixels(),
+                          gemm_threads, backend_);
             if (bias)
                 for (int c = 0; c < p_.out_channels; ++c) {
                     const float b = bias[c];
@@ -45,14 +54,20 @@ public:
     }
 
     void backward_data(const float* dy, const float* w, float* dx) override {
+        const MicroKernel& uk = selected_micro_kernel().kernel;
+        if (slivers_) pack_a_matrix(uk, Trans::Yes, k_g(), m_g(), w, k_g(), packed_wt_.data());
         for_images([&](int n, int t, int gemm_threads) {
             const float* dyn = dy + n * out_count();
             float* dxn = dx + n * in_count();
             float* dcol = g_.is_pointwise() ? dxn : col_buffer(t);
-            for (int g = 0; g < p_.groups; ++g)
-                sgemm(Trans::Yes, Trans::No, k_g(), pixels(), m_g(), 1.0f, w + g * m_g() * k_g(), k_g(),
-                      dyn + g * m_g() * pixels(), pixels(), 0.0f, dcol + g * k_g() * pixels(), pixels(), gemm_threads,
-                      backend_);
+            if (slivers_)
+                sgemm_prepacked_a(uk, k_g(), pixels(), m_g(), 1.0f, packed_wt_.data(), Trans::No, dyn, pixels(), 0.0f,
+                                  dcol, pixels(), gemm_threads);
+            else
+                for (int g = 0; g < p_.groups; ++g)
+                    sgemm(Trans::Yes, Trans::No, k_g(), pixels(), m_g(), 1.0f, w + g * m_g() * k_g(), k_g(),
+                          dyn + g * m_g() * pixels(), pixels(), 0.0f, dcol + g * k_g() * pixels(), pixels(),
+                          gemm_threads, backend_);
             if (!g_.is_pointwise()) col2im(dcol, g_, dxn);
         });
     }
@@ -133,11 +148,12 @@ private:
     ConvProblem p_;
     ConvGeometry g_;
     GemmBackend backend_;
-    bool slivers_;  // backward-weights through im2col_slivers (own SGEMM, one group)
+    bool slivers_;  // own SGEMM, one group: packed weights, backward-weights through im2col_slivers
     int nr_;
     int threads_, team_;
     size_t col_floats_, grad_floats_;
     AlignedBuffer scratch_;
+    AlignedBuffer packed_w_, packed_wt_;  // the weights packed as A of forward and of backward-data
 };
 
 class ReferenceConv final : public ConvKernel {

@@ -197,3 +197,37 @@ TEST_CASE("B given as packed slivers (the fused im2col of backward-weights) matc
             }
     }
 }
+
+TEST_CASE("A packed once (a convolution's weights) matches the reference") {
+    std::mt19937 rng(6);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (const MicroKernel* uk : runnable_micro_kernels()) {
+        MicroKernel small = *uk;  // tiny blocks: several pc and ic blocks
+        small.mc = 2 * uk->mr;
+        small.kc = 16;
+        small.nc = 2 * uk->nr;
+        for (const MicroKernel* k : {uk, static_cast<const MicroKernel*>(&small)})
+            for (Trans ta : {Trans::No, Trans::Yes})
+                for (Trans tb : {Trans::No, Trans::Yes})
+                    for (int threads : {1, 2}) {
+                        const int m = 5 * uk->mr + 3, n = 3 * uk->nr + 5, kk = 53;
+                        const int lda = ta == Trans::No ? kk + 1 : m + 2, ldb = tb == Trans::No ? n + 3 : kk;
+                        std::vector<float> a(static_cast<size_t>(ta == Trans::No ? m : kk) * lda),
+                            b(static_cast<size_t>(tb == Trans::No ? kk : n) * ldb), c(static_cast<size_t>(m) * n);
+                        for (float& v : a) v = u(rng);
+                        for (float& v : b) v = u(rng);
+                        for (float& v : c) v = u(rng);
+                        std::vector<float> packed(packed_a_floats(*k, m, kk));
+                        pack_a_matrix(*k, ta, m, kk, a.data(), lda, packed.data());
+                        std::vector<float> ref = c, got = c;
+                        sgemm_reference(ta, tb, m, n, kk, 0.5f, a.data(), lda, b.data(), ldb, 1.0f, ref.data(), n);
+                        sgemm_prepacked_a(*k, m, n, kk, 0.5f, packed.data(), tb, b.data(), ldb, 1.0f, got.data(), n,
+                                          threads);
+                        double worst = 0.0;
+                        for (size_t i = 0; i < ref.size(); ++i)
+                            worst = std::max(worst, std::abs(static_cast<double>(got[i]) - ref[i]) / (kk + 2.0));
+                        CAPTURE(describe(*k, Case{ta, tb, m, n, kk, 0.5f, 1.0f, 0}, threads));
+                        CHECK(worst < 1e-6);
+                    }
+    }
+}

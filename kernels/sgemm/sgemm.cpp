@@ -29,6 +29,7 @@ struct Problem {
     int ldc;
     bool direct_b;
     bool b_slivers;  // B already in the kernel's sliver layout over all of k
+    bool a_packed;   // A already packed whole by pack_a_matrix (a points at it)
 };
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
@@ -129,9 +130,17 @@ void run_thread(const Problem& P, const MicroKernel& uk, const Workspace& ws, in
                     split(n_jr, tid, nt, q0, q1);
                     pack_b(P, NR, jc, nc, pc, kc, q0, q1, ws.b_panel);
                 }
-                split(n_ir, tid, nt, q0, q1);
-                pack_a(P, MR, ic, mc, pc, kc, q0, q1, ws.a_block);
-                barrier();
+                const float* a_block = ws.a_block;
+                if (P.a_packed) {
+                    // Block (pc, ic) of a whole packed A: pc-slices of m_round x kc, panels in order.
+                    const int64_t m_round = static_cast<int64_t>(ceil_div(P.m, MR)) * MR;
+                    a_block = P.a + m_round * pc + static_cast<int64_t>(ic) * kc;
+                    if (!P.direct_b && !P.b_slivers && ic == 0) barrier();  // the B panel is complete
+                } else {
+                    split(n_ir, tid, nt, q0, q1);
+                    pack_a(P, MR, ic, mc, pc, kc, q0, q1, ws.a_block);
+                    barrier();
+                }
                 int t0, t1;
                 split(n_jr * n_ir, tid, nt, t0, t1);
                 for (int t = t0; t < t1; ++t) {
@@ -152,7 +161,7 @@ void run_thread(const Problem& P, const MicroKernel& uk, const Workspace& ws, in
                         edge_jr = jr;
                         bs = edge;
                     }
-                    const float* as = ws.a_block + static_cast<int64_t>(ir) * MR * kc;
+                    const float* as = a_block + static_cast<int64_t>(ir) * MR * kc;
                     float* cij = P.c + static_cast<int64_t>(i) * P.ldc + j;
                     if (mr_v == MR && nr_v == NR) {
                         uk.run(kc, as, bs, rs_b, cij, P.ldc, P.alpha, beta);
@@ -198,7 +207,7 @@ void run(const MicroKernel& uk, const Problem& P, int threads) {
     const int kc = std::min(uk.kc, P.k);
     const int64_t nc = static_cast<int64_t>(ceil_div(std::min(uk.nc, P.n), uk.nr)) * uk.nr;
     const int64_t mc = static_cast<int64_t>(ceil_div(std::min(uk.mc, P.m), uk.mr)) * uk.mr;
-    const int64_t b_floats = P.direct_b || P.b_slivers ? 0 : kc * nc, a_floats = mc * kc;
+    const int64_t b_floats = P.direct_b || P.b_slivers ? 0 : kc * nc, a_floats = P.a_packed ? 0 : mc * kc;
     const int64_t edge_floats = static_cast<int64_t>(uk.kc) * uk.nr;
     // Each part starts on a 64-byte boundary (16 floats).
     auto round16 = [](int64_t v) { return (v + 15) / 16 * 16; };
@@ -226,14 +235,35 @@ bool trivial(int m, int n, int k, float alpha, float beta, float* c, int ldc) {
 void sgemm_packed(const MicroKernel& uk, Trans ta, Trans tb, int m, int n, int k, float alpha, const float* a,
                   int lda, const float* b, int ldb, float beta, float* c, int ldc, int threads) {
     if (trivial(m, n, k, alpha, beta, c, ldc)) return;
-    run(uk, Problem{ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, tb == Trans::No && m <= uk.mc, false},
+    run(uk, Problem{ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, tb == Trans::No && m <= uk.mc, false, false},
+        threads);
+}
+
+size_t packed_a_floats(const MicroKernel& uk, int m, int k) {
+    return static_cast<size_t>(ceil_div(m, uk.mr)) * uk.mr * static_cast<size_t>(k);
+}
+
+void pack_a_matrix(const MicroKernel& uk, Trans ta, int m, int k, const float* a, int lda, float* out) {
+    const Problem P{ta, Trans::No, m, 0, k, 1.0f, a, lda, nullptr, 0, 0.0f, nullptr, 0, false, false, false};
+    const int64_t m_round = static_cast<int64_t>(ceil_div(m, uk.mr)) * uk.mr;
+    for (int pc = 0; pc < k; pc += uk.kc) {
+        const int kc = std::min(uk.kc, k - pc);
+        pack_a(P, uk.mr, 0, m, pc, kc, 0, ceil_div(m, uk.mr), out + m_round * pc);
+    }
+}
+
+void sgemm_prepacked_a(const MicroKernel& uk, int m, int n, int k, float alpha, const float* packed_a, Trans tb,
+                       const float* b, int ldb, float beta, float* c, int ldc, int threads) {
+    if (trivial(m, n, k, alpha, beta, c, ldc)) return;
+    run(uk, Problem{Trans::No, tb, m, n, k, alpha, packed_a, 0, b, ldb, beta, c, ldc, tb == Trans::No && m <= uk.mc, false,
+                    true},
         threads);
 }
 
 void sgemm_packed_b_slivers(const MicroKernel& uk, Trans ta, int m, int n, int k, float alpha, const float* a,
                             int lda, const float* b, float beta, float* c, int ldc, int threads) {
     if (trivial(m, n, k, alpha, beta, c, ldc)) return;
-    run(uk, Problem{ta, Trans::No, m, n, k, alpha, a, lda, b, 0, beta, c, ldc, false, true}, threads);
+    run(uk, Problem{ta, Trans::No, m, n, k, alpha, a, lda, b, 0, beta, c, ldc, false, true, false}, threads);
 }
 
 }  // namespace rudra::kernels

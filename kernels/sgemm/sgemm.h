@@ -1,6 +1,7 @@
 // The engine's own packed SGEMM, written the BLIS way: A and B are packed into cache-sized
 // blocks, five loops walk the blocks, and a per-ISA micro-kernel computes one register tile.
 #pragma once
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,14 @@ void sgemm_packed(const MicroKernel& kernel, Trans ta, Trans tb, int m, int n, i
 // zero (see kernels/conv_geometry.h im2col_slivers). `kernel` must be the one whose nr wrote it.
 void sgemm_packed_b_slivers(const MicroKernel& kernel, Trans ta, int m, int n, int k, float alpha, const float* a,
                             int lda, const float* b, float beta, float* c, int ldc, int threads);
+
+// A packed once and used for many products (a convolution's weights, for every image):
+// pack_a_matrix writes op(A) (m x k) into packed_a_floats(m, k) floats in the layout the loops
+// read, and sgemm_prepacked_a multiplies it; `kernel` must be the same for both.
+size_t packed_a_floats(const MicroKernel& kernel, int m, int k);
+void pack_a_matrix(const MicroKernel& kernel, Trans ta, int m, int k, const float* a, int lda, float* out);
+void sgemm_prepacked_a(const MicroKernel& kernel, int m, int n, int k, float alpha, const float* packed_a, Trans tb,
+                       const float* b, int ldb, float beta, float* c, int ldc, int threads);
 
 // Whether this CPU can execute the kernel's instructions (detected at run time).
 bool cpu_supports(const MicroKernel& kernel);
