@@ -46,7 +46,7 @@ bool UpdateRule::add_gradient(int learner, int64_t ts, const float* grad) {
     last_scale_ = scale;
     last_momentum_ = -1.0f;  // the solver's
     if (config_.momentum_compensation) {
-        last_momentum_ = static_cast<float>(std::max(0.0, 1.0 - (1.0 - config_.momentum) * (1.0 + sigma_ema_)));
+        last_momentum_ = static_cast<float>(std::max(0.0, 1.0 - (1.0 - solver_.spec().momentum) * (1.0 + sigma_ema_)));
     }
     // The solver's schedule (step, multistep, ...) counts iterations of its reference batch.
     const int64_t iteration = (samples_ - static_cast<int64_t>(c) * config_.batch) / config_.reference_batch;

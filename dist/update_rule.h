@@ -26,7 +26,6 @@ struct UpdateRuleConfig {
     // explicit and implicit momentum together stay near m. <sigma> is a running mean of staleness
     // (over about the last 100 gradients).
     bool momentum_compensation = false;
-    float momentum = 0.0f;  // the solver's m, used with compensation
 };
 
 class UpdateRule {

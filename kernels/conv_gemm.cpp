@@ -20,23 +20,23 @@ namespace {
 class GemmConv final : public ConvKernel {
 public:
     GemmConv(const ConvProblem& p, GemmBackend backend, int threads)
-        : p_(p), g_(p.geom), backend_(backend), slivers_(backend == GemmBackend::Own && p.groups == 1),
-          nr_(slivers_ ? selected_micro_kernel().kernel.nr : 1), threads_(std::max(1, threads)),
+        : p_(p), g_(p.geom), backend_(backend), own_packed_(backend == GemmBackend::Own && p.groups == 1),
+          nr_(own_packed_ ? selected_micro_kernel().kernel.nr : 1), threads_(std::max(1, threads)),
           team_(std::min(threads_, p.num)),
-          col_floats_(column_floats(g_, slivers_, nr_)),
+          col_floats_(column_floats(g_, own_packed_, nr_)),
           grad_floats_(round16(static_cast<size_t>(p.out_channels) * k_g() + p.out_channels)),
           scratch_(std::max(1, team_) * (col_floats_ + grad_floats_)),
-          packed_w_(slivers_ ? packed_a_floats(selected_micro_kernel().kernel, m_g(), k_g()) : 0),
-          packed_wt_(slivers_ ? packed_a_floats(selected_micro_kernel().kernel, k_g(), m_g()) : 0) {}
+          packed_w_(own_packed_ ? packed_a_floats(selected_micro_kernel().kernel, m_g(), k_g()) : 0),
+          packed_wt_(own_packed_ ? packed_a_floats(selected_micro_kernel().kernel, k_g(), m_g()) : 0) {}
 
     void forward(const float* x, const float* w, const float* bias, float* y) override {
         // The own SGEMM packs the weights once for all images.
         const MicroKernel& uk = selected_micro_kernel().kernel;
-        if (slivers_) pack_a_matrix(uk, Trans::No, m_g(), k_g(), w, k_g(), packed_w_.data());
+        if (own_packed_) pack_a_matrix(uk, Trans::No, m_g(), k_g(), w, k_g(), packed_w_.data());
         for_images([&](int n, int t, int gemm_threads) {
             const float* col = column(x + n * in_count(), t);
             float* yn = y + n * out_count();
-            if (slivers_)
+            if (own_packed_)
                 sgemm_prepacked_a(uk, m_g(), pixels(), k_g(), 1.0f, packed_w_.data(), Trans::No, col, pixels(), 0.0f,
                                   yn, pixels(), gemm_threads);
             else
@@ -55,12 +55,12 @@ public:
 
     void backward_data(const float* dy, const float* w, float* dx) override {
         const MicroKernel& uk = selected_micro_kernel().kernel;
-        if (slivers_) pack_a_matrix(uk, Trans::Yes, k_g(), m_g(), w, k_g(), packed_wt_.data());
+        if (own_packed_) pack_a_matrix(uk, Trans::Yes, k_g(), m_g(), w, k_g(), packed_wt_.data());
         for_images([&](int n, int t, int gemm_threads) {
             const float* dyn = dy + n * out_count();
             float* dxn = dx + n * in_count();
             float* dcol = g_.is_pointwise() ? dxn : col_buffer(t);
-            if (slivers_)
+            if (own_packed_)
                 sgemm_prepacked_a(uk, k_g(), pixels(), m_g(), 1.0f, packed_wt_.data(), Trans::No, dyn, pixels(), 0.0f,
                                   dcol, pixels(), gemm_threads);
             else
@@ -82,7 +82,7 @@ public:
             float* acc_w = direct ? dw : grad_buffer(t);
             float* acc_b = direct ? db : grad_buffer(t) + wcount;
             const float* dyn = dy + n * out_count();
-            if (slivers_) {
+            if (own_packed_) {
                 // col^T straight into the SGEMM's packed-B layout: no separate packing pass.
                 im2col_slivers(x + n * in_count(), g_, nr_, col_buffer(t));
                 sgemm_packed_b_slivers(selected_micro_kernel().kernel, Trans::No, m_g(), k_g(), pixels(), 1.0f, dyn,
@@ -148,7 +148,7 @@ private:
     ConvProblem p_;
     ConvGeometry g_;
     GemmBackend backend_;
-    bool slivers_;  // own SGEMM, one group: packed weights, backward-weights through im2col_slivers
+    bool own_packed_;  // own SGEMM, one group: packed weights, backward-weights through im2col_slivers
     int nr_;
     int threads_, team_;
     size_t col_floats_, grad_floats_;

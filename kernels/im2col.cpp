@@ -42,7 +42,7 @@ void im2col(const float* img, const ConvGeometry& g, float* col) {
 }
 
 void im2col_slivers(const float* img, const ConvGeometry& g, int nr, float* out) {
-    const int oh = g.out_h(), ow = g.out_w(), P = oh * ow, K = g.col_rows();
+    const int oh = g.out_h(), ow = g.out_w(), P = oh * ow;
     const long sliver = static_cast<long>(P) * nr;
     int r = 0;  // row of the im2col matrix
     for (int c = 0; c < g.channels; ++c) {
@@ -70,7 +70,6 @@ void im2col_slivers(const float* img, const ConvGeometry& g, int nr, float* out)
         float* dst = out + (r / nr) * sliver + r % nr;
         for (int p = 0; p < P; ++p) dst[static_cast<long>(p) * nr] = 0.0f;
     }
-    (void)K;
 }
 
 void col2im(const float* col, const ConvGeometry& g, float* img) {

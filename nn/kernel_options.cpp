@@ -4,12 +4,12 @@
 #include <stdexcept>
 #include <vector>
 
+#include "kernels/conv.h"
+
 namespace rudra::nn {
 namespace {
 
-bool known(const std::string& name) {
-    return name == "own" || name == "blis" || name == "onednn" || name == "reference" || name == "auto";
-}
+bool known(const std::string& name) { return name == "auto" || kernels::conv_backend_from_name(name).has_value(); }
 
 std::vector<std::string> items(const std::string& spec) {
     std::vector<std::string> out;

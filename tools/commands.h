@@ -58,10 +58,10 @@ std::string bind_threads(const std::string& mode, int ranks_on_node, int rank_on
 struct BenchOptions {
     std::vector<std::string> problems;     // descriptor strings
     std::vector<std::string> batch_files;  // files of descriptors
-    std::string minibatches;               // "1,4,16": sweep the conv problems' mb
-    std::string backends = "own,blis,onednn,openblas";
-    std::string threads;                   // "1,2" (default: the OpenMP setting)
-    std::string passes = "all";            // conv passes: all or any of fwd,bwd_data,bwd_weights
+    std::vector<int> minibatches;          // sweep the conv problems' mb (empty: as written)
+    std::vector<std::string> backends{"own", "blis", "onednn", "openblas"};
+    std::vector<int> threads;              // thread counts (empty: the OpenMP setting)
+    std::vector<std::string> passes{"fwd", "bwd_data", "bwd_weights"};  // convolution passes
     std::string format = "table";          // table | csv | jsonl
     std::string output;                    // file for csv / jsonl (default stdout)
     double min_time = 0.2;                 // seconds of timing per problem and backend

@@ -86,7 +86,6 @@ void run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, int lambda
                                                   : o.lr_modulation);
     rc.batch = net.batch();
     rc.momentum_compensation = o.momentum_compensation;
-    rc.momentum = static_cast<float>(s.solver.momentum);
     rc.reference_batch = o.reference_batch > 0 ? o.reference_batch : s.train_layer().batch_size;
     if (protocol->synchronous()) rc.base_scale = static_cast<float>(std::sqrt(double(lambda) * rc.batch / rc.reference_batch));
     dist::UpdateRule rule(*protocol, solver, params, lambda, rc);

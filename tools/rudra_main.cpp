@@ -94,11 +94,20 @@ int main(int argc, char** argv) {
                   "benchdnn-style descriptors: mb128ic3ih32oc32oh32kh5ph2 (convolution), m2048n2048k2048[ta][tb] (GEMM)");
     b->add_option("--batch-file", bench.batch_files, "file of descriptors, one per line ('#' comments)")
         ->check(CLI::ExistingFile);
-    b->add_option("--mb", bench.minibatches, "mini-batch sweep for convolutions, e.g. 1,4,16,64,128,256");
+    b->add_option("--mb", bench.minibatches, "mini-batch sweep for convolutions, e.g. 1,4,16,64,128,256")
+        ->delimiter(',')
+        ->check(CLI::PositiveNumber);
     b->add_option("--backends", bench.backends, "comma-separated: own, blis, onednn, openblas (GEMM), reference")
+        ->delimiter(',')
+        ->check(CLI::IsMember({"own", "blis", "onednn", "openblas", "reference"}))
         ->capture_default_str();
-    b->add_option("--threads", bench.threads, "comma-separated thread counts (default: the OpenMP setting)");
-    b->add_option("--passes", bench.passes, "convolution passes: all, or fwd,bwd_data,bwd_weights")->capture_default_str();
+    b->add_option("--threads", bench.threads, "comma-separated thread counts (default: the OpenMP setting)")
+        ->delimiter(',')
+        ->check(CLI::PositiveNumber);
+    b->add_option("--passes", bench.passes, "convolution passes, comma-separated: fwd, bwd_data, bwd_weights")
+        ->delimiter(',')
+        ->check(CLI::IsMember({"fwd", "bwd_data", "bwd_weights"}))
+        ->capture_default_str();
     b->add_option("--format", bench.format, "output format")->check(CLI::IsMember({"table", "csv", "jsonl"}))->capture_default_str();
     b->add_option("-o,--output", bench.output, "write the csv/jsonl rows to this file (a table still goes to stdout)");
     b->add_option("--min-time", bench.min_time, "seconds of timing per problem and backend")

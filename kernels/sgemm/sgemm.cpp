@@ -2,8 +2,8 @@
 //   jc: nc-wide panels of B and C          pc: kc-deep slices of k (B panel packed here)
 //   ic: mc-tall blocks of A (packed here)  jr, ir: nr x mr register tiles (micro-kernel)
 // Threads share the packed buffers: they pack them together, meet at a barrier, then split the
-// register tiles of the block between them. When op(B) is B itself and A fits one block, B is
-// read in place (every sliver is used by a single ic block, so packing it would only add a copy).
+// register tiles of the block between them. B may instead be read in place or come pre-packed,
+// and A may come pre-packed (BSource, Problem::a_packed).
 #include "kernels/sgemm/sgemm.h"
 
 #include <omp.h>
@@ -16,6 +16,10 @@
 namespace rudra::kernels {
 namespace {
 
+// Where the micro-kernel reads B from: slivers packed per (jc, pc) block, the matrix itself, or
+// slivers the caller packed over all of k (sgemm_packed_b_slivers).
+enum class BSource { Pack, InPlace, Slivers };
+
 struct Problem {
     Trans ta, tb;
     int m, n, k;
@@ -27,10 +31,15 @@ struct Problem {
     float beta;
     float* c;
     int ldc;
-    bool direct_b;
-    bool b_slivers;  // B already in the kernel's sliver layout over all of k
-    bool a_packed;   // A already packed whole by pack_a_matrix (a points at it)
+    BSource b_source;
+    bool a_packed;  // A already packed whole by pack_a_matrix (a points at it)
 };
+
+// Packed per block, unless A fits one block and op(B) = B (then every sliver is read by one
+// ic block only, and packing it would only add a copy).
+BSource b_source_for(const MicroKernel& uk, Trans tb, int m) {
+    return tb == Trans::No && m <= uk.mc ? BSource::InPlace : BSource::Pack;
+}
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
@@ -126,7 +135,8 @@ void run_thread(const Problem& P, const MicroKernel& uk, const Workspace& ws, in
             for (int ic = 0; ic < P.m; ic += uk.mc) {
                 const int mc = std::min(uk.mc, P.m - ic), n_ir = ceil_div(mc, MR);
                 int q0, q1;
-                if (!P.direct_b && !P.b_slivers && ic == 0) {
+                const bool pack_b_now = P.b_source == BSource::Pack && ic == 0;
+                if (pack_b_now) {
                     split(n_jr, tid, nt, q0, q1);
                     pack_b(P, NR, jc, nc, pc, kc, q0, q1, ws.b_panel);
                 }
@@ -135,12 +145,11 @@ void run_thread(const Problem& P, const MicroKernel& uk, const Workspace& ws, in
                     // Block (pc, ic) of a whole packed A: pc-slices of m_round x kc, panels in order.
                     const int64_t m_round = static_cast<int64_t>(ceil_div(P.m, MR)) * MR;
                     a_block = P.a + m_round * pc + static_cast<int64_t>(ic) * kc;
-                    if (!P.direct_b && !P.b_slivers && ic == 0) barrier();  // the B panel is complete
                 } else {
                     split(n_ir, tid, nt, q0, q1);
                     pack_a(P, MR, ic, mc, pc, kc, q0, q1, ws.a_block);
-                    barrier();
                 }
+                if (pack_b_now || !P.a_packed) barrier();  // what was packed is complete
                 int t0, t1;
                 split(n_jr * n_ir, tid, nt, t0, t1);
                 for (int t = t0; t < t1; ++t) {
@@ -149,9 +158,9 @@ void run_thread(const Problem& P, const MicroKernel& uk, const Workspace& ws, in
                     const int nr_v = std::min(NR, P.n - j), mr_v = std::min(MR, P.m - i);
                     const float* bs;
                     int64_t rs_b = NR;
-                    if (P.b_slivers) {
+                    if (P.b_source == BSource::Slivers) {
                         bs = P.b + static_cast<int64_t>(j / NR) * P.k * NR + static_cast<int64_t>(pc) * NR;
-                    } else if (!P.direct_b) {
+                    } else if (P.b_source == BSource::Pack) {
                         bs = ws.b_panel + static_cast<int64_t>(jr) * NR * kc;
                     } else if (nr_v == NR) {
                         bs = P.b + static_cast<int64_t>(pc) * P.ldb + j;
@@ -207,7 +216,7 @@ void run(const MicroKernel& uk, const Problem& P, int threads) {
     const int kc = std::min(uk.kc, P.k);
     const int64_t nc = static_cast<int64_t>(ceil_div(std::min(uk.nc, P.n), uk.nr)) * uk.nr;
     const int64_t mc = static_cast<int64_t>(ceil_div(std::min(uk.mc, P.m), uk.mr)) * uk.mr;
-    const int64_t b_floats = P.direct_b || P.b_slivers ? 0 : kc * nc, a_floats = P.a_packed ? 0 : mc * kc;
+    const int64_t b_floats = P.b_source == BSource::Pack ? kc * nc : 0, a_floats = P.a_packed ? 0 : mc * kc;
     const int64_t edge_floats = static_cast<int64_t>(uk.kc) * uk.nr;
     // Each part starts on a 64-byte boundary (16 floats).
     auto round16 = [](int64_t v) { return (v + 15) / 16 * 16; };
@@ -235,8 +244,7 @@ bool trivial(int m, int n, int k, float alpha, float beta, float* c, int ldc) {
 void sgemm_packed(const MicroKernel& uk, Trans ta, Trans tb, int m, int n, int k, float alpha, const float* a,
                   int lda, const float* b, int ldb, float beta, float* c, int ldc, int threads) {
     if (trivial(m, n, k, alpha, beta, c, ldc)) return;
-    run(uk, Problem{ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, tb == Trans::No && m <= uk.mc, false, false},
-        threads);
+    run(uk, Problem{ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, b_source_for(uk, tb, m), false}, threads);
 }
 
 size_t packed_a_floats(const MicroKernel& uk, int m, int k) {
@@ -244,7 +252,7 @@ size_t packed_a_floats(const MicroKernel& uk, int m, int k) {
 }
 
 void pack_a_matrix(const MicroKernel& uk, Trans ta, int m, int k, const float* a, int lda, float* out) {
-    const Problem P{ta, Trans::No, m, 0, k, 1.0f, a, lda, nullptr, 0, 0.0f, nullptr, 0, false, false, false};
+    const Problem P{ta, Trans::No, m, 0, k, 1.0f, a, lda, nullptr, 0, 0.0f, nullptr, 0, BSource::Pack, false};
     const int64_t m_round = static_cast<int64_t>(ceil_div(m, uk.mr)) * uk.mr;
     for (int pc = 0; pc < k; pc += uk.kc) {
         const int kc = std::min(uk.kc, k - pc);
@@ -255,15 +263,14 @@ void pack_a_matrix(const MicroKernel& uk, Trans ta, int m, int k, const float* a
 void sgemm_prepacked_a(const MicroKernel& uk, int m, int n, int k, float alpha, const float* packed_a, Trans tb,
                        const float* b, int ldb, float beta, float* c, int ldc, int threads) {
     if (trivial(m, n, k, alpha, beta, c, ldc)) return;
-    run(uk, Problem{Trans::No, tb, m, n, k, alpha, packed_a, 0, b, ldb, beta, c, ldc, tb == Trans::No && m <= uk.mc, false,
-                    true},
+    run(uk, Problem{Trans::No, tb, m, n, k, alpha, packed_a, 0, b, ldb, beta, c, ldc, b_source_for(uk, tb, m), true},
         threads);
 }
 
 void sgemm_packed_b_slivers(const MicroKernel& uk, Trans ta, int m, int n, int k, float alpha, const float* a,
                             int lda, const float* b, float beta, float* c, int ldc, int threads) {
     if (trivial(m, n, k, alpha, beta, c, ldc)) return;
-    run(uk, Problem{ta, Trans::No, m, n, k, alpha, a, lda, b, 0, beta, c, ldc, false, true, false}, threads);
+    run(uk, Problem{ta, Trans::No, m, n, k, alpha, a, lda, b, 0, beta, c, ldc, BSource::Slivers, false}, threads);
 }
 
 }  // namespace rudra::kernels

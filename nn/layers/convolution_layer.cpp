@@ -57,7 +57,7 @@ public:
         param_decls_.push_back(
             {Shape{num_output_, geom_.channels / group_, geom_.kernel_h, geom_.kernel_w}, weight_filler_});
         if (bias_term_) param_decls_.push_back({Shape{num_output_}, bias_filler_});
-        make_kernel(options_);
+        make_kernel();
         return {Shape{num_, num_output_, geom_.out_h(), geom_.out_w()}};
     }
 
@@ -78,17 +78,17 @@ public:
 
 private:
     // The backend the user chose for this layer; `auto` measures them on this shape (cached).
-    void make_kernel(const KernelOptions& options) {
+    void make_kernel() {
         kernels::ConvProblem p;
         p.num = num_;
         p.geom = geom_;
         p.out_channels = num_output_;
         p.groups = group_;
         const int threads = std::max(1, omp_get_max_threads());
-        const std::string name = options.conv_for(name_);
+        const std::string name = options_.conv_for(name_);
         if (name == "auto") {
             const auto choice = kernels::choose_conv_backend(
-                p, threads, options.auto_cache == "default" ? kernels::default_autotune_cache() : options.auto_cache);
+                p, threads, options_.auto_cache == "default" ? kernels::default_autotune_cache() : options_.auto_cache);
             backend_ = std::string(kernels::conv_backend_name(choice.backend));
             if (choice.data_backend != choice.backend) backend_ += "+" + std::string(kernels::conv_backend_name(choice.data_backend));
             backend_ += " (auto: " + choice.summary + ")";
