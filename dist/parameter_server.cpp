@@ -50,7 +50,7 @@ PsResult ParameterServer::run() {
     std::vector<char> stopped(learners, 0);
     bool stopping = false;
     int byes = 0;
-    int64_t epoch = 0;
+    int64_t epoch = rule_.samples() / config_.samples_per_epoch;  // after a warm start, the epochs done
     PsResult result;
     while (byes < learners) {
         Envelope e = t_.recv(kAnySource, kAnyTag, in_);

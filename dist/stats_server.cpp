@@ -15,7 +15,7 @@ void run_stats_server(Transport& t, const StatsConfig& cfg, const std::function<
     kernels::AlignedBuffer weights(cfg.param_floats);
     std::vector<double> compute_s(t.size(), 0.0), wait_s(t.size(), 0.0);  // by rank
     double loss_sum = 0.0;
-    int64_t loss_count = 0, prev_samples = 0;
+    int64_t loss_count = 0, prev_samples = cfg.start_samples;
     double prev_elapsed = 0.0;
     int done = 0;
     bool final_seen = false;

@@ -18,6 +18,7 @@ struct StatsConfig {
     int learners = 1;
     size_t param_floats = 0;
     std::string protocol;
+    int64_t start_samples = 0;  // a warm start's samples, so that its first epoch's images/s is right
     // Called with every epoch's JSON line (already written to the metrics file).
     std::function<void(const std::string& line)> on_epoch;
 };

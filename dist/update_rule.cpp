@@ -10,6 +10,7 @@ UpdateRule::UpdateRule(const Protocol& protocol, nn::Solver& solver, nn::ParamSt
                        UpdateRuleConfig config)
     : protocol_(protocol), solver_(solver), params_(params), config_(config), sum_(params.size()), stats_(learners) {
     clock_.reserve(protocol.gradients_per_update());
+    samples_ = config_.start_samples;
 }
 
 bool UpdateRule::add_gradient(int learner, int64_t ts, const float* grad) {

@@ -26,6 +26,8 @@ struct UpdateRuleConfig {
     // explicit and implicit momentum together stay near m. <sigma> is a running mean of staleness
     // (over about the last 100 gradients).
     bool momentum_compensation = false;
+    // Samples trained before this run (a warm start): the schedule and epochs continue from there.
+    int64_t start_samples = 0;
 };
 
 class UpdateRule {

@@ -12,12 +12,12 @@ mkdata "$data" t10k 200 2
 solver=$src/models/cifar10_full_28/cifar10_full_28_solver.prototxt
 export OMP_NUM_THREADS=1
 
-run() {  # run NAME RANKS ARGS... : a distributed run that must succeed within 180 s
+run() {  # run NAME RANKS ARGS... : a distributed run that must succeed within 180 s and log $epochs epochs
   local name=$1 ranks=$2; shift 2
   local out=$work/$name
   if timeout -k 5 180 mpiexec -n "$ranks" "$rudra" dist "$solver" --data "$data" --epochs 2 --batch 16 -o "$out" "$@" \
       >"$work/$name.log" 2>&1; then pass; else fail "$name: exit $?"; tail -20 "$work/$name.log"; return; fi
-  [ "$(grep -c '"event":"epoch"' "$out/metrics.jsonl")" = 2 ] && pass || fail "$name: two epoch lines"
+  [ "$(grep -c '"event":"epoch"' "$out/metrics.jsonl")" = "${epochs:-2}" ] && pass || fail "$name: ${epochs:-2} epoch lines"
   grep -q '"staleness_mean"' "$out/metrics.jsonl" && grep -q '"overlap_ratio"' "$out/metrics.jsonl" && pass ||
     fail "$name: epoch lines carry staleness and overlap"
   [ -s "$out/staleness.json" ] && pass || fail "$name: staleness.json"
@@ -35,8 +35,26 @@ run async 5 --protocol async --mode overlap
 run overlap1 6 --protocol softsync --n 1 --mode overlap
 run many 16 --protocol softsync --n 2 --wait-sleep-us 50
 
-# Warm start: 1-softsync from the hardsync run's final weights.
-run warm 5 --protocol softsync --n 1 --warm-start "$work/hardsync/final.rudra"
+# Warm start: 1-softsync goes on from the hardsync run's 2 epochs to a total of 3.
+epochs=1 run warm 5 --protocol softsync --n 1 --epochs 3 --warm-start "$work/hardsync/final.rudra"
+grep -q '"event":"epoch","protocol":"1-softsync","epoch":3,' "$work/warm/metrics.jsonl" && pass ||
+  fail "warm: the one new epoch is numbered 3"
+
+# The LSF batch script, run the way bsub runs it: LSB_MCPU_HOSTS gives this host 5 slots.
+lsf=$src/tools/lsf/rudra-dist.lsf
+if LSB_MCPU_HOSTS="$(hostname) 5" LSB_JOBID=7 RUDRA="$rudra" timeout -k 5 180 bash "$lsf" "$solver" --data "$data" \
+    --epochs 1 --batch 16 --protocol async -o "$work/lsf" >"$work/lsf.log" 2>&1; then pass
+else fail "lsf: exit $?"; tail -20 "$work/lsf.log"; fi
+grep -q "job 7, 5 ranks" "$work/lsf.log" && pass || fail "lsf: 5 ranks from LSB_MCPU_HOSTS"
+[ "$(grep -c '"event":"epoch"' "$work/lsf/metrics.jsonl" 2>/dev/null)" = 1 ] && pass || fail "lsf: one epoch line"
+lsf_error() {  # lsf_error PATTERN HOSTS [THREADS]
+  if LSB_MCPU_HOSTS=$2 RUDRA_THREADS=${3:-1} RUDRA="$rudra" timeout 20 bash "$lsf" "$solver" >"$work/lsf.err" 2>&1; then
+    fail "lsf with '$2' should fail"
+  else grep -qF -- "$1" "$work/lsf.err" && pass || { fail "lsf: wanted '$1'"; cat "$work/lsf.err"; }; fi
+}
+lsf_error "not a multiple of RUDRA_THREADS=2" "$(hostname) 5" 2
+lsf_error "needs at least 3" "$(hostname) 2"
+lsf_error "is not 'host slots' pairs" "$(hostname)"
 
 expect_error() {  # expect_error NAME PATTERN RANKS ARGS...
   local name=$1 pattern=$2 ranks=$3; shift 3
@@ -48,5 +66,7 @@ expect_error() {  # expect_error NAME PATTERN RANKS ARGS...
 expect_error bad_n "--n 7 must be in [1, 3]" 5 --data "$data" --protocol softsync --n 7
 expect_error too_few "needs at least 3 ranks" 2 --data "$data" --protocol async
 expect_error bad_data "data directory does not exist" 4 --protocol async --data "$work/nowhere"
+expect_error warm_done "has trained 2 epochs already" 4 --data "$data" --protocol async --epochs 2 \
+  --warm-start "$work/hardsync/final.rudra"
 
 finish

@@ -3,6 +3,7 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -33,6 +34,10 @@ struct Setup {
     nn::SolverSpec solver;
     nn::NetSpec net;
     uint64_t seed = 1;
+    // --warm-start: the snapshot, and the samples it had trained on. A warm-started run goes on
+    // from there: the solver's schedule and the epoch count continue, --epochs is the total.
+    nn::Snapshot warm;
+    int64_t start_samples = 0;
 
     const nn::LayerSpec& train_layer() const { return *net.data_layer(nn::Phase::Train); }  // checked in read_setup
     // The TEST Data layer, or the TRAIN one when the net has none.
@@ -51,6 +56,10 @@ Setup read_setup(const DistOptions& o) {
         throw std::runtime_error(s.solver.net + ": the net has no Data layer for phase TRAIN");
     s.seed = o.seed >= 0 ? o.seed : (s.solver.random_seed >= 0 ? s.solver.random_seed : 1);
     if (o.base_lr > 0) s.solver.lr.base_lr = o.base_lr;
+    if (!o.warm_start.empty()) {
+        s.warm = nn::read_snapshot(o.warm_start);
+        s.start_samples = static_cast<int64_t>(s.warm.samples_seen);
+    }
     return s;
 }
 
@@ -72,7 +81,7 @@ void run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, int lambda
     nn::Solver solver(s.solver, params);
     params.fill(s.seed);
     if (!o.warm_start.empty()) {
-        nn::Snapshot snap = nn::read_snapshot(o.warm_start);
+        const nn::Snapshot& snap = s.warm;
         if (snap.layout_hash != params.layout_hash() || snap.params.size() != params.size())
             throw std::runtime_error(o.warm_start + ": the snapshot's parameters do not match net " + s.solver.net);
         std::copy(snap.params.begin(), snap.params.end(), params.values());
@@ -86,6 +95,7 @@ void run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, int lambda
                                                   : o.lr_modulation);
     rc.batch = net.batch();
     rc.momentum_compensation = o.momentum_compensation;
+    rc.start_samples = s.start_samples;
     rc.reference_batch = o.reference_batch > 0 ? o.reference_batch : s.train_layer().batch_size;
     if (protocol->synchronous()) rc.base_scale = static_cast<float>(std::sqrt(double(lambda) * rc.batch / rc.reference_batch));
     dist::UpdateRule rule(*protocol, solver, params, lambda, rc);
@@ -137,6 +147,7 @@ void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, int lam
     sc.learners = lambda;
     sc.param_floats = net.params().size();
     sc.protocol = o.protocol == "softsync" ? std::to_string(o.n) + "-softsync" : o.protocol;
+    sc.start_samples = s.start_samples;
     sc.on_epoch = [](const std::string& line) {
         std::printf("%s\n", line.c_str());
         std::fflush(stdout);
@@ -209,6 +220,10 @@ int run_dist(const DistOptions& o, int* argc, char*** argv) {
         if (!placed.empty() && rank == kPsRank) std::printf("rank 0 %s\n", placed.c_str());
         Setup s = read_setup(o);
         data::TrainTest sets = load_data(o.data);
+        const int64_t done_epochs = s.start_samples / std::max<int64_t>(1, static_cast<int64_t>(sets.train.size()));
+        if (done_epochs >= o.epochs)
+            throw std::runtime_error(o.warm_start + " has trained " + std::to_string(done_epochs) +
+                                     " epochs already; --epochs is the total and must be larger");
         if (rank == kPsRank) {
             fs::create_directories(o.output);
             run_ps(o, s, transport, lambda, sets, wait);

@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
     d->add_option("--reference-batch", dist.reference_batch, "B of hardsync's alpha0*sqrt(lambda*mu/B) and of the lr schedule")
         ->check(CLI::PositiveNumber);
     d->add_option("--base-lr", dist.base_lr, "alpha0 (overrides the solver's base_lr)")->check(CLI::PositiveNumber);
-    d->add_option("--warm-start", dist.warm_start, "start from this snapshot's weights")->check(CLI::ExistingFile);
+    d->add_option("--warm-start", dist.warm_start, "go on from this snapshot: its weights, momentum, schedule position and epochs (--epochs counts the total)")->check(CLI::ExistingFile);
     d->add_option("--seed", dist.seed, "random seed")->check(CLI::NonNegativeNumber);
     d->add_option("--threads-per-rank", dist.threads, "OpenMP threads of each rank")->check(CLI::PositiveNumber)->capture_default_str();
     d->add_option("--wait-spin", dist.wait_spin, "MPI tests before sleeping while waiting (default 50)")
