@@ -8,9 +8,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "kernels/aligned_buffer.h"
 #include "kernels/conv.h"
+#include "kernels/conv_implicit.h"
 #include "kernels/gemm.h"
 #include "kernels/sgemm/sgemm.h"
 
@@ -23,20 +25,31 @@ public:
         : p_(p), g_(p.geom), backend_(backend), own_packed_(backend == GemmBackend::Own && p.groups == 1),
           nr_(own_packed_ ? selected_micro_kernel().kernel.nr : 1), threads_(std::max(1, threads)),
           team_(std::min(threads_, p.num)),
+          implicit_(implicit_forward(p, own_packed_)),
+          implicit_bwd_(implicit_backward_data(p, own_packed_)),
           col_floats_(column_floats(g_, own_packed_, nr_)),
           grad_floats_(round16(static_cast<size_t>(p.out_channels) * k_g() + p.out_channels)),
-          scratch_(std::max(1, team_) * (col_floats_ + grad_floats_)),
+          work_floats_(round16(std::max(im2col_scratch_floats(g_, own_packed_ ? nr_ : 0),
+                                        std::max(implicit_ ? implicit_->scratch_floats() : 0,
+                                                 implicit_bwd_ ? implicit_bwd_->scratch_floats() : 0)))),
+          scratch_(std::max(1, team_) * (col_floats_ + grad_floats_ + work_floats_)),
           packed_w_(own_packed_ ? packed_a_floats(selected_micro_kernel().kernel, m_g(), k_g()) : 0),
-          packed_wt_(own_packed_ ? packed_a_floats(selected_micro_kernel().kernel, k_g(), m_g()) : 0) {}
+          packed_wt_(own_packed_ && !implicit_bwd_ ? packed_a_floats(selected_micro_kernel().kernel, k_g(), m_g()) : 0),
+          rotated_w_(implicit_bwd_ ? static_cast<size_t>(p.out_channels) * k_g() : 0),
+          packed_rotated_w_(implicit_bwd_ ? packed_a_floats(selected_micro_kernel().kernel, g_.channels,
+                                                             p.out_channels * g_.kernel_h * g_.kernel_w)
+                                          : 0) {}
 
     void forward(const float* x, const float* w, const float* bias, float* y) override {
         // The own SGEMM packs the weights once for all images.
         const MicroKernel& uk = selected_micro_kernel().kernel;
         if (own_packed_) pack_a_matrix(uk, Trans::No, m_g(), k_g(), w, k_g(), packed_w_.data());
         for_images([&](int n, int t, int gemm_threads) {
-            const float* col = column(x + n * in_count(), t);
             float* yn = y + n * out_count();
-            if (own_packed_)
+            const float* col = implicit_ ? nullptr : column(x + n * in_count(), t);
+            if (implicit_)
+                implicit_->run(packed_w_.data(), x + n * in_count(), yn, work_buffer(t), gemm_threads);
+            else if (own_packed_)
                 sgemm_prepacked_a(uk, m_g(), pixels(), k_g(), 1.0f, packed_w_.data(), Trans::No, col, pixels(), 0.0f,
                                   yn, pixels(), gemm_threads);
             else
@@ -55,6 +68,24 @@ public:
 
     void backward_data(const float* dy, const float* w, float* dx) override {
         const MicroKernel& uk = selected_micro_kernel().kernel;
+        if (implicit_bwd_) {
+            // dx is the stride-1 convolution of dy, padded by kernel - 1 - pad, with the weights
+            // rotated by 180 degrees and input and output channels swapped.
+            const int C = g_.channels, O = p_.out_channels, KH = g_.kernel_h, KW = g_.kernel_w;
+            float* rot = rotated_w_.data();
+            for (int o = 0; o < O; ++o)
+                for (int c = 0; c < C; ++c)
+                    for (int kh = 0; kh < KH; ++kh)
+                        for (int kw = 0; kw < KW; ++kw)
+                            rot[(static_cast<long>(c) * O + o) * KH * KW + (KH - 1 - kh) * KW + (KW - 1 - kw)] =
+                                w[((static_cast<long>(o) * C + c) * KH + kh) * KW + kw];
+            pack_a_matrix(uk, Trans::No, C, O * KH * KW, rot, O * KH * KW, packed_rotated_w_.data());
+            for_images([&](int n, int t, int gemm_threads) {
+                implicit_bwd_->run(packed_rotated_w_.data(), dy + n * out_count(), dx + n * in_count(), work_buffer(t),
+                                   gemm_threads);
+            });
+            return;
+        }
         if (own_packed_) pack_a_matrix(uk, Trans::Yes, k_g(), m_g(), w, k_g(), packed_wt_.data());
         for_images([&](int n, int t, int gemm_threads) {
             const float* dyn = dy + n * out_count();
@@ -68,7 +99,7 @@ public:
                     sgemm(Trans::Yes, Trans::No, k_g(), pixels(), m_g(), 1.0f, w + g * m_g() * k_g(), k_g(),
                           dyn + g * m_g() * pixels(), pixels(), 0.0f, dcol + g * k_g() * pixels(), pixels(),
                           gemm_threads, backend_);
-            if (!g_.is_pointwise()) col2im(dcol, g_, dxn);
+            if (!g_.is_pointwise()) col2im(dcol, g_, dxn, work_buffer(t));
         });
     }
 
@@ -84,7 +115,7 @@ public:
             const float* dyn = dy + n * out_count();
             if (own_packed_) {
                 // col^T straight into the SGEMM's packed-B layout: no separate packing pass.
-                im2col_slivers(x + n * in_count(), g_, nr_, col_buffer(t));
+                im2col_slivers(x + n * in_count(), g_, nr_, col_buffer(t), work_buffer(t));
                 sgemm_packed_b_slivers(selected_micro_kernel().kernel, Trans::No, m_g(), k_g(), pixels(), 1.0f, dyn,
                                        pixels(), col_buffer(t), 1.0f, acc_w, k_g(), gemm_threads);
             } else {
@@ -123,6 +154,27 @@ private:
         for (int n = 0; n < p_.num; ++n) f(n, omp_get_thread_num(), 1);
     }
 
+    static std::optional<ImplicitConvForward> implicit_forward(const ConvProblem& p, bool own_packed) {
+        const MicroKernel& uk = selected_micro_kernel().kernel;
+        if (!own_packed || !ImplicitConvForward::supports(uk, p.geom)) return std::nullopt;
+        return std::optional<ImplicitConvForward>(std::in_place, uk, p.geom, p.out_channels);
+    }
+    // Backward-data as a forward convolution of dy (stride 1, no dilation, pad <= kernel - 1).
+    static std::optional<ImplicitConvForward> implicit_backward_data(const ConvProblem& p, bool own_packed) {
+        const ConvGeometry& g = p.geom;
+        if (!own_packed || g.stride_h != 1 || g.stride_w != 1 || g.dilation_h != 1 || g.dilation_w != 1 ||
+            g.pad_h > g.kernel_h - 1 || g.pad_w > g.kernel_w - 1)
+            return std::nullopt;
+        ConvGeometry gb = g;
+        gb.channels = p.out_channels;
+        gb.height = g.out_h();
+        gb.width = g.out_w();
+        gb.pad_h = g.kernel_h - 1 - g.pad_h;
+        gb.pad_w = g.kernel_w - 1 - g.pad_w;
+        const MicroKernel& uk = selected_micro_kernel().kernel;
+        if (gb.out_h() != g.height || gb.out_w() != g.width || !ImplicitConvForward::supports(uk, gb)) return std::nullopt;
+        return std::optional<ImplicitConvForward>(std::in_place, uk, gb, g.channels);
+    }
     static size_t round16(size_t n) { return (n + 15) / 16 * 16; }  // keeps 64-byte alignment
     // A column buffer holds the im2col matrix, or its transpose in nr-wide slivers (rows rounded
     // up to nr) for backward-weights on the own SGEMM.
@@ -134,9 +186,10 @@ private:
     }
     float* col_buffer(int t) { return scratch_.data() + t * col_floats_; }
     float* grad_buffer(int t) { return scratch_.data() + team_ * col_floats_ + t * grad_floats_; }
+    float* work_buffer(int t) { return scratch_.data() + team_ * (col_floats_ + grad_floats_) + t * work_floats_; }
     const float* column(const float* image, int t) {
         if (g_.is_pointwise()) return image;
-        im2col(image, g_, col_buffer(t));
+        im2col(image, g_, col_buffer(t), work_buffer(t));
         return col_buffer(t);
     }
     int m_g() const { return p_.out_channels / p_.groups; }
@@ -151,9 +204,11 @@ private:
     bool own_packed_;  // own SGEMM, one group: packed weights, backward-weights through im2col_slivers
     int nr_;
     int threads_, team_;
-    size_t col_floats_, grad_floats_;
+    std::optional<ImplicitConvForward> implicit_;      // forward without im2col, where the layer allows
+    std::optional<ImplicitConvForward> implicit_bwd_;  // backward-data without col2im, likewise
+    size_t col_floats_, grad_floats_, work_floats_;  // per thread: im2col, dW accumulator, im2col's scratch
     AlignedBuffer scratch_;
-    AlignedBuffer packed_w_, packed_wt_;  // the weights packed as A of forward and of backward-data
+    AlignedBuffer packed_w_, packed_wt_, rotated_w_, packed_rotated_w_;  // the weights packed as A of forward and of backward-data
 };
 
 class ReferenceConv final : public ConvKernel {

@@ -1,6 +1,7 @@
 // Shape of one 2-D convolution over a single image (one group's worth of channels is chosen by
 // the caller through pointer offsets).
 #pragma once
+#include <cstddef>
 
 namespace rudra::kernels {
 
@@ -23,13 +24,17 @@ struct ConvGeometry {
     }
 };
 
-// img is [channels, height, width]; col is [col_rows, col_cols] (Caffe's layout).
-void im2col(const float* img, const ConvGeometry& g, float* col);
+// img is [channels, height, width]; col is [col_rows, col_cols] (Caffe's layout). Each call takes
+// scratch of im2col_scratch_floats(g, nr) floats (nr: the sliver width of im2col_slivers, else 0).
+size_t im2col_scratch_floats(const ConvGeometry& g, int nr);
+void im2col(const float* img, const ConvGeometry& g, float* col, float* scratch);
 // The transpose of the im2col matrix as the own SGEMM's packed B slivers: rows of col in groups
 // of nr, out[(r / nr) * P * nr + p * nr + r % nr] = col[r][p] (P = col_cols()), the lanes past
 // the last row zero. Backward-weights multiplies by col^T; writing it this way saves packing it.
-void im2col_slivers(const float* img, const ConvGeometry& g, int nr, float* out);
+// Rows are built nr at a time in the scratch and transposed into place, which is much faster
+// than writing each value nr floats apart.
+void im2col_slivers(const float* img, const ConvGeometry& g, int nr, float* out, float* scratch);
 // Inverse scatter: img = sum of col entries landing on each pixel (img is overwritten).
-void col2im(const float* col, const ConvGeometry& g, float* img);
+void col2im(const float* col, const ConvGeometry& g, float* img, float* scratch);
 
 }  // namespace rudra::kernels

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "kernels/conv.h"
+#include "kernels/conv_geometry.h"
+#include "kernels/transpose.h"
 #include "tools/bench_problems.h"
 
 using namespace rudra::kernels;
@@ -77,6 +79,9 @@ const char* kDescriptors[] = {
     "mb3ic16ih7oc24kh1",                 // 1x1: no im2col
     "mb2ic16ih9oc8kh1sh2",               // 1x1 with stride: im2col
     "mb1ic3ih23oc5kh11sh4ph1",           // AlexNet-like large stride
+    "mb2ic5ih16oc13kh3ph1",              // implicit forward: 16-wide rows, 13 = 12 + 1 channels
+    "mb1ic2ih4iw64oc7kh3ph1",            // implicit forward: two 32-pixel tiles per row
+    "mb2ic3ih8oc5kh3ph1",                // implicit forward: four 8-wide rows per tile
 };
 
 }  // namespace
@@ -90,6 +95,47 @@ TEST_CASE("every convolution backend matches the direct reference") {
         for (const char* desc : kDescriptors)
             for (int threads : {1, 2}) check_backend(be, desc, threads);
     }
+}
+
+TEST_CASE("transpose: the vector path and the portable one match the definition") {
+    std::mt19937 rng(11);
+    for (int rows : {1, 5, 16, 17, 32, 45})
+        for (int cols : {1, 3, 16, 31, 64, 75}) {
+            const int ld_src = cols + 3, ld_dst = rows + 5;
+            const std::vector<float> src = random_vector(static_cast<size_t>(rows) * ld_src, rng);
+            std::vector<float> fast(static_cast<size_t>(cols) * ld_dst, -7.0f), portable = fast, want = fast;
+            for (int r = 0; r < rows; ++r)
+                for (int c = 0; c < cols; ++c) want[static_cast<size_t>(c) * ld_dst + r] = src[static_cast<size_t>(r) * ld_src + c];
+            transpose(src.data(), rows, cols, ld_src, fast.data(), ld_dst);
+            transpose_portable(src.data(), rows, cols, ld_src, portable.data(), ld_dst);
+            CAPTURE(rows);
+            CAPTURE(cols);
+            CHECK(fast == want);  // exact: a transpose moves values, and must leave the gaps alone
+            CHECK(portable == want);
+        }
+}
+
+TEST_CASE("im2col_slivers writes the transpose of im2col in nr-wide slivers") {
+    std::mt19937 rng(12);
+    for (const char* desc : {"mb1ic3ih32oc32oh32kh5ph2", "mb1ic5ih9oc4kh3sh2ph1", "mb1ic7ih6iw11oc2kh2kw3", "mb1ic2ih8oc2kh3dh2ph2"})
+        for (int nr : {12, 16, 32}) {
+            const ConvGeometry g = rudra::tools::parse_problem(desc).conv.geom;
+            const int K = g.col_rows(), P = g.col_cols(), K_round = (K + nr - 1) / nr * nr;
+            const std::vector<float> img = random_vector(static_cast<size_t>(g.channels) * g.height * g.width, rng);
+            std::vector<float> col(static_cast<size_t>(K) * P), slivers(static_cast<size_t>(K_round) * P, -7.0f),
+                scratch(im2col_scratch_floats(g, nr));
+            im2col(img.data(), g, col.data(), scratch.data());
+            im2col_slivers(img.data(), g, nr, slivers.data(), scratch.data());
+            size_t wrong = 0;
+            for (int r = 0; r < K_round; ++r)
+                for (int p = 0; p < P; ++p) {
+                    const float want = r < K ? col[static_cast<size_t>(r) * P + p] : 0.0f;
+                    wrong += slivers[static_cast<size_t>(r / nr) * P * nr + static_cast<size_t>(p) * nr + r % nr] != want;
+                }
+            CAPTURE(desc);
+            CAPTURE(nr);
+            CHECK(wrong == 0);
+        }
 }
 
 TEST_CASE("backend names round-trip and unknown names are refused") {

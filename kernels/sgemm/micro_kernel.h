@@ -14,12 +14,26 @@ namespace rudra::kernels {
 using MicroKernelFn = void (*)(int64_t k, const float* a, const float* b, int64_t rs_b, float* c,
                                int64_t rs_c, float alpha, float beta);
 
+// An edge tile, rows <= mr and cols <= nr, written straight into C (same a, b and beta rules;
+// b still holds nr readable values per p). Kernels without one get the full tile computed into
+// a buffer and the valid part copied out.
+using MicroKernelEdgeFn = void (*)(int rows, int cols, int64_t k, const float* a, const float* b, int64_t rs_b,
+                                   float* c, int64_t rs_c, float alpha, float beta);
+
+// A tile whose B rows are read in place at offsets: row p's nr lanes come in `parts` equal
+// pieces (2 or 4), piece q from bases[q] + offsets[p] (alpha 1; beta 0 or 1). The implicit-GEMM
+// convolution reads rows of a padded image this way instead of building im2col.
+using MicroKernelIndirectFn = void (*)(int rows, int parts, int64_t k, const float* a, const float* const* bases,
+                                       const int32_t* offsets, float* c, int64_t rs_c, float beta);
+
 struct MicroKernel {
     const char* name;  // what RUDRA_SGEMM_KERNEL and --kernel accept
     const char* isa;   // the instructions it needs, for messages
     int mr, nr;        // register tile
     int mc, kc, nc;    // cache blocks: A block mc x kc (L2), B sliver kc x nr (L1), B panel kc x nc
     MicroKernelFn run;
+    MicroKernelEdgeFn edge;  // may be nullptr
+    MicroKernelIndirectFn indirect;  // may be nullptr
 };
 
 // Each returns its kernel, or nullptr when this build does not contain it (wrong architecture).

@@ -176,6 +176,10 @@ void run_thread(const Problem& P, const MicroKernel& uk, const Workspace& ws, in
                         uk.run(kc, as, bs, rs_b, cij, P.ldc, P.alpha, beta);
                         continue;
                     }
+                    if (uk.edge) {
+                        uk.edge(mr_v, nr_v, kc, as, bs, rs_b, cij, P.ldc, P.alpha, beta);
+                        continue;
+                    }
                     uk.run(kc, as, bs, rs_b, tile, NR, 1.0f, 0.0f);
                     for (int r = 0; r < mr_v; ++r) {
                         float* cr = cij + static_cast<int64_t>(r) * P.ldc;

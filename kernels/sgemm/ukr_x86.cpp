@@ -40,6 +40,114 @@ __attribute__((target("avx512f"))) void run_avx512(int64_t k, const float* a, co
     }
 }
 
+// Edge tiles of the AVX-512 kernel: ROWS < 12 rows and/or fewer than 32 columns, with masked
+// loads and stores of C. Small-m GEMMs (inner products at mini-batch 1-8, 32 output channels)
+// would otherwise compute 12 rows to keep a few.
+// (GCC 12's intrinsics start some values from _mm256_undefined_pd(), which -Wuninitialized
+// reports inside target("avx512f") functions; those values are never read.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+template <int ROWS>
+__attribute__((target("avx512f"))) void edge_avx512_rows(int cols, int64_t k, const float* a, const float* b,
+                                                           int64_t rs_b, float* c, int64_t rs_c, float alpha,
+                                                           float beta) {
+    __m512 lo[ROWS], hi[ROWS];
+#pragma GCC unroll 16
+    for (int i = 0; i < ROWS; ++i) lo[i] = hi[i] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < k; ++p, a += kMR512, b += rs_b) {
+        const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+#pragma GCC unroll 16
+        for (int i = 0; i < ROWS; ++i) {
+            const __m512 ai = _mm512_set1_ps(a[i]);
+            lo[i] = _mm512_fmadd_ps(ai, b0, lo[i]);
+            hi[i] = _mm512_fmadd_ps(ai, b1, hi[i]);
+        }
+    }
+    const __mmask16 m0 = cols >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << cols) - 1);
+    const __mmask16 m1 = cols >= 32 ? 0xFFFF : cols > 16 ? static_cast<__mmask16>((1u << (cols - 16)) - 1) : 0;
+    const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+#pragma GCC unroll 16
+    for (int i = 0; i < ROWS; ++i, c += rs_c) {
+        __m512 r0 = _mm512_mul_ps(va, lo[i]), r1 = _mm512_mul_ps(va, hi[i]);
+        if (beta != 0.0f) {
+            r0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, c), r0);
+            r1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, c + 16), r1);
+        }
+        _mm512_mask_storeu_ps(c, m0, r0);
+        _mm512_mask_storeu_ps(c + 16, m1, r1);
+    }
+}
+
+template <int ROWS, int PARTS>
+__attribute__((target("avx512f"))) void indirect_avx512_rows(int64_t k, const float* a, const float* const* bases,
+                                                               const int32_t* offsets, float* c, int64_t rs_c,
+                                                               float beta) {
+    __m512 lo[ROWS], hi[ROWS];
+#pragma GCC unroll 16
+    for (int i = 0; i < ROWS; ++i) lo[i] = hi[i] = _mm512_setzero_ps();
+    const float *q0 = bases[0], *q1 = bases[1], *q2 = bases[PARTS == 4 ? 2 : 0], *q3 = bases[PARTS == 4 ? 3 : 0];
+    for (int64_t p = 0; p < k; ++p, a += kMR512) {
+        const int32_t o = offsets[p];
+        __m512 b0, b1;
+        if constexpr (PARTS == 2) {
+            b0 = _mm512_loadu_ps(q0 + o);
+            b1 = _mm512_loadu_ps(q1 + o);
+        } else {
+            // Four rows of 8 pixels: two 256-bit loads per vector.
+            b0 = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(q0 + o)), _mm256_loadu_ps(q1 + o), 1);
+            b1 = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(q2 + o)), _mm256_loadu_ps(q3 + o), 1);
+        }
+#pragma GCC unroll 16
+        for (int i = 0; i < ROWS; ++i) {
+            const __m512 ai = _mm512_set1_ps(a[i]);
+            lo[i] = _mm512_fmadd_ps(ai, b0, lo[i]);
+            hi[i] = _mm512_fmadd_ps(ai, b1, hi[i]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < ROWS; ++i, c += rs_c) {
+        if (beta != 0.0f) {
+            lo[i] = _mm512_add_ps(lo[i], _mm512_loadu_ps(c));
+            hi[i] = _mm512_add_ps(hi[i], _mm512_loadu_ps(c + 16));
+        }
+        _mm512_storeu_ps(c, lo[i]);
+        _mm512_storeu_ps(c + 16, hi[i]);
+    }
+}
+
+template <int PARTS>
+constexpr void (*kIndirectByRows[kMR512 + 1])(int64_t, const float*, const float* const*, const int32_t*, float*,
+                                               int64_t, float) = {
+    nullptr,
+    indirect_avx512_rows<1, PARTS>,
+    indirect_avx512_rows<2, PARTS>,
+    indirect_avx512_rows<3, PARTS>,
+    indirect_avx512_rows<4, PARTS>,
+    indirect_avx512_rows<5, PARTS>,
+    indirect_avx512_rows<6, PARTS>,
+    indirect_avx512_rows<7, PARTS>,
+    indirect_avx512_rows<8, PARTS>,
+    indirect_avx512_rows<9, PARTS>,
+    indirect_avx512_rows<10, PARTS>,
+    indirect_avx512_rows<11, PARTS>,
+    indirect_avx512_rows<12, PARTS>};
+
+void indirect_avx512(int rows, int parts, int64_t k, const float* a, const float* const* bases,
+                     const int32_t* offsets, float* c, int64_t rs_c, float beta) {
+    (parts == 4 ? kIndirectByRows<4> : kIndirectByRows<2>)[rows](k, a, bases, offsets, c, rs_c, beta);
+}
+#pragma GCC diagnostic pop
+
+void edge_avx512(int rows, int cols, int64_t k, const float* a, const float* b, int64_t rs_b, float* c,
+                 int64_t rs_c, float alpha, float beta) {
+    using Fn = void (*)(int, int64_t, const float*, const float*, int64_t, float*, int64_t, float, float);
+    static constexpr Fn kByRows[kMR512 + 1] = {
+        nullptr, edge_avx512_rows<1>, edge_avx512_rows<2>, edge_avx512_rows<3>, edge_avx512_rows<4>,
+        edge_avx512_rows<5>, edge_avx512_rows<6>, edge_avx512_rows<7>, edge_avx512_rows<8>,
+        edge_avx512_rows<9>, edge_avx512_rows<10>, edge_avx512_rows<11>, edge_avx512_rows<12>};
+    kByRows[rows](cols, k, a, b, rs_b, c, rs_c, alpha, beta);
+}
+
 // AVX2 + FMA: 6 x 16 tile, 12 ymm accumulators + 2 for B + 1 broadcast of the 16 registers.
 constexpr int kMR256 = 6, kNR256 = 16;
 
@@ -73,8 +181,8 @@ __attribute__((target("avx2,fma"))) void run_avx2(int64_t k, const float* a, con
 // Block sizes: the kc x nr B sliver stays in L1 or L2, the mc x kc A block in L2, the kc x nc
 // B panel in L3. AVX-512's were tuned with RUDRA_SGEMM_BLOCKS on a Sapphire Rapids core
 // (kc 384 beat 128, 192 and 256 on 2048^3).
-constexpr MicroKernel kAvx512{"avx512", "AVX-512F", kMR512, kNR512, 240, 384, 4096, run_avx512};
-constexpr MicroKernel kAvx2{"avx2", "AVX2 and FMA", kMR256, kNR256, 144, 256, 4096, run_avx2};
+constexpr MicroKernel kAvx512{"avx512", "AVX-512F", kMR512, kNR512, 240, 384, 4096, run_avx512, edge_avx512, indirect_avx512};
+constexpr MicroKernel kAvx2{"avx2", "AVX2 and FMA", kMR256, kNR256, 144, 256, 4096, run_avx2, nullptr, nullptr};
 
 }  // namespace
 
