@@ -27,11 +27,14 @@ public:
           team_(std::min(threads_, p.num)),
           implicit_(implicit_forward(p, own_packed_)),
           implicit_bwd_(implicit_backward_data(p, own_packed_)),
+          implicit_w_(implicit_backward_weights(p, own_packed_)),
           col_floats_(column_floats(g_, own_packed_, nr_)),
-          grad_floats_(round16(static_cast<size_t>(p.out_channels) * k_g() + p.out_channels)),
+          grad_floats_(round16(std::max(static_cast<size_t>(p.out_channels) * k_g(), implicit_w_ ? implicit_w_->acc_floats() : 0) +
+                               p.out_channels)),
           work_floats_(round16(std::max(im2col_scratch_floats(g_, own_packed_ ? nr_ : 0),
-                                        std::max(implicit_ ? implicit_->scratch_floats() : 0,
-                                                 implicit_bwd_ ? implicit_bwd_->scratch_floats() : 0)))),
+                                        std::max({implicit_ ? implicit_->scratch_floats() : 0,
+                                                  implicit_bwd_ ? implicit_bwd_->scratch_floats() : 0,
+                                                  implicit_w_ ? implicit_w_->scratch_floats() : 0})))),
           scratch_(std::max(1, team_) * (col_floats_ + grad_floats_ + work_floats_)),
           packed_w_(own_packed_ ? packed_a_floats(selected_micro_kernel().kernel, m_g(), k_g()) : 0),
           packed_wt_(own_packed_ && !implicit_bwd_ ? packed_a_floats(selected_micro_kernel().kernel, k_g(), m_g()) : 0),
@@ -104,6 +107,23 @@ public:
     }
 
     void backward_weights(const float* x, const float* dy, float* dw, float* db) override {
+        if (implicit_w_) {
+            // Every thread accumulates dW^T and the bias gradient in its own buffer.
+            const int team = std::max(1, team_);
+            const size_t wt = implicit_w_->acc_floats();
+            for (int t = 0; t < team; ++t) std::memset(grad_buffer(t), 0, sizeof(float) * grad_floats_);
+            for_images([&](int n, int t, int gemm_threads) {
+                const float* dyn = dy + n * out_count();
+                implicit_w_->accumulate(x + n * in_count(), dyn, grad_buffer(t), work_buffer(t), gemm_threads);
+                if (db) add_bias_gradient(dyn, grad_buffer(t) + wt);
+            });
+            for (int t = 0; t < team; ++t) {
+                implicit_w_->add_to(grad_buffer(t), dw);
+                if (db)
+                    for (int c = 0; c < p_.out_channels; ++c) db[c] += grad_buffer(t)[wt + c];
+            }
+            return;
+        }
         const int wcount = p_.out_channels * k_g();
         // One thread accumulates straight into dw; a team each into its own buffer, then reduces.
         const bool direct = team_ <= 1;
@@ -125,13 +145,7 @@ public:
                           col + g * k_g() * pixels(), pixels(), 1.0f, acc_w + g * m_g() * k_g(), k_g(), gemm_threads,
                           backend_);
             }
-            if (acc_b)
-                for (int c = 0; c < p_.out_channels; ++c) {
-                    const float* row = dyn + c * pixels();
-                    float s = 0.0f;
-                    for (int i = 0; i < pixels(); ++i) s += row[i];
-                    acc_b[c] += s;
-                }
+            if (acc_b) add_bias_gradient(dyn, acc_b);
         });
         if (direct) return;
         for (int t = 0; t < team_; ++t) {
@@ -158,6 +172,19 @@ private:
         const MicroKernel& uk = selected_micro_kernel().kernel;
         if (!own_packed || !ImplicitConvForward::supports(uk, p.geom)) return std::nullopt;
         return std::optional<ImplicitConvForward>(std::in_place, uk, p.geom, p.out_channels);
+    }
+    void add_bias_gradient(const float* dyn, float* acc_b) const {
+        for (int c = 0; c < p_.out_channels; ++c) {
+            const float* row = dyn + c * pixels();
+            float s = 0.0f;
+            for (int i = 0; i < pixels(); ++i) s += row[i];
+            acc_b[c] += s;
+        }
+    }
+    static std::optional<ImplicitConvWeights> implicit_backward_weights(const ConvProblem& p, bool own_packed) {
+        const MicroKernel& uk = selected_micro_kernel().kernel;
+        if (!own_packed || p.geom.is_pointwise() || !ImplicitConvWeights::supports(uk, p.geom)) return std::nullopt;
+        return std::optional<ImplicitConvWeights>(std::in_place, uk, p.geom, p.out_channels);
     }
     // Backward-data as a forward convolution of dy (stride 1, no dilation, pad <= kernel - 1).
     static std::optional<ImplicitConvForward> implicit_backward_data(const ConvProblem& p, bool own_packed) {
@@ -206,6 +233,7 @@ private:
     int threads_, team_;
     std::optional<ImplicitConvForward> implicit_;      // forward without im2col, where the layer allows
     std::optional<ImplicitConvForward> implicit_bwd_;  // backward-data without col2im, likewise
+    std::optional<ImplicitConvWeights> implicit_w_;    // backward-weights without im2col, likewise
     size_t col_floats_, grad_floats_, work_floats_;  // per thread: im2col, dW accumulator, im2col's scratch
     AlignedBuffer scratch_;
     AlignedBuffer packed_w_, packed_wt_, rotated_w_, packed_rotated_w_;  // the weights packed as A of forward and of backward-data

@@ -1,17 +1,36 @@
 #include "kernels/conv_implicit.h"
 
+#include "kernels/transpose.h"
+
 #include <omp.h>
 
 #include <algorithm>
 
 namespace rudra::kernels {
+namespace {
+
+// img [channels][height][width] into [channels][hp][wp] with zero borders (pad_h, pad_w).
+void pad_image(const float* img, const ConvGeometry& g, int hp, int wp, float* padded, size_t padded_floats) {
+    std::fill(padded, padded + padded_floats, 0.0f);
+    for (int c = 0; c < g.channels; ++c)
+        for (int iy = 0; iy < g.height; ++iy) {
+            const float* src = img + (static_cast<long>(c) * g.height + iy) * g.width;
+            std::copy(src, src + g.width, padded + (static_cast<long>(c) * hp + iy + g.pad_h) * wp + g.pad_w);
+        }
+}
+
+bool unit_stride(const ConvGeometry& g) {
+    const long padded = static_cast<long>(g.channels) * (g.height + 2 * g.pad_h) * (g.width + 2 * g.pad_w);
+    return g.stride_h == 1 && g.stride_w == 1 && g.dilation_h == 1 && g.dilation_w == 1 && g.out_h() > 0 &&
+           g.out_w() > 0 && padded < (1L << 31);
+}
+
+}  // namespace
 
 bool ImplicitConvForward::supports(const MicroKernel& uk, const ConvGeometry& g) {
-    if (!uk.indirect || uk.nr != 32) return false;
-    if (g.stride_h != 1 || g.stride_w != 1 || g.dilation_h != 1 || g.dilation_w != 1) return false;
+    if (!uk.indirect || uk.nr != 32 || !unit_stride(g)) return false;
     const int oh = g.out_h(), ow = g.out_w();
-    const long padded = static_cast<long>(g.channels) * (g.height + 2 * g.pad_h) * (g.width + 2 * g.pad_w);
-    return oh > 0 && padded < (1L << 31) && (ow % 32 == 0 || (ow == 16 && oh % 2 == 0) || (ow == 8 && oh % 4 == 0));
+    return ow % 32 == 0 || (ow == 16 && oh % 2 == 0) || (ow == 8 && oh % 4 == 0);
 }
 
 ImplicitConvForward::ImplicitConvForward(const MicroKernel& uk, const ConvGeometry& g, int out_channels)
@@ -24,13 +43,7 @@ ImplicitConvForward::ImplicitConvForward(const MicroKernel& uk, const ConvGeomet
 }
 
 void ImplicitConvForward::run(const float* packed_w, const float* img, float* y, float* padded, int threads) const {
-    // The padded copy: zero borders, the image in the middle.
-    std::fill(padded, padded + padded_floats_, 0.0f);
-    for (int c = 0; c < g_.channels; ++c)
-        for (int iy = 0; iy < g_.height; ++iy) {
-            const float* src = img + (static_cast<long>(c) * g_.height + iy) * g_.width;
-            std::copy(src, src + g_.width, padded + (static_cast<long>(c) * hp_ + iy + g_.pad_h) * wp_ + g_.pad_w);
-        }
+    pad_image(img, g_, hp_, wp_, padded, padded_floats_);
     const int ow = g_.out_w(), P = g_.col_cols(), K = g_.col_rows(), MR = uk_.mr;
     const int tiles = P / 32, panels = (m_ + MR - 1) / MR;
     const int64_t m_round = static_cast<int64_t>(panels) * MR;
@@ -62,6 +75,60 @@ void ImplicitConvForward::run(const float* packed_w, const float* img, float* y,
     }
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int t = 0; t < tiles; ++t) tile(t);
+}
+
+bool ImplicitConvWeights::supports(const MicroKernel& uk, const ConvGeometry& g) {
+    return uk.gather_a && uk.nr == 32 && unit_stride(g);
+}
+
+ImplicitConvWeights::ImplicitConvWeights(const MicroKernel& uk, const ConvGeometry& g, int out_channels)
+    : uk_(uk), g_(g), m_(out_channels), o_round_((out_channels + 31) / 32 * 32), hp_(g.height + 2 * g.pad_h),
+      wp_(g.width + 2 * g.pad_w), padded_floats_((static_cast<size_t>(g.channels) * hp_ * wp_ + 15) / 16 * 16),
+      slivers_floats_(static_cast<size_t>(g.col_cols()) * o_round_) {
+    for (int c = 0; c < g.channels; ++c)
+        for (int kh = 0; kh < g.kernel_h; ++kh)
+            for (int kw = 0; kw < g.kernel_w; ++kw) tap_offsets_.push_back((c * hp_ + kh) * wp_ + kw);
+    for (int y = 0; y < g.out_h(); ++y)
+        for (int x = 0; x < g.out_w(); ++x) pixel_offsets_.push_back(y * wp_ + x);
+}
+
+void ImplicitConvWeights::accumulate(const float* img, const float* dy, float* acc, float* scratch,
+                                     int threads) const {
+    float* padded = scratch;
+    float* slivers = scratch + padded_floats_;
+    pad_image(img, g_, hp_, wp_, padded, padded_floats_);
+    // dy^T as slivers of 32 channels: sliver s holds, for each pixel, channels 32s .. 32s + 31.
+    const int P = g_.col_cols(), K = g_.col_rows(), MR = uk_.mr, NR = 32;
+    if (o_round_ != m_) std::fill(slivers, slivers + slivers_floats_, 0.0f);
+    for (int s = 0; s * NR < m_; ++s)
+        transpose(dy + static_cast<long>(s) * NR * P, std::min(NR, m_ - s * NR), P, P, slivers + static_cast<long>(s) * P * NR, NR);
+    const int panels = (K + MR - 1) / MR;
+    auto panel = [&](int ir) {
+        const int r0 = ir * MR, rows = std::min(MR, K - r0);
+        const float* a_rows[16];
+        for (int i = 0; i < rows; ++i) a_rows[i] = padded + tap_offsets_[static_cast<size_t>(r0 + i)];
+        for (int s = 0; s * NR < m_; ++s)
+            for (int pc = 0; pc < P; pc += uk_.kc) {
+                const int kc = std::min(uk_.kc, P - pc);
+                uk_.gather_a(rows, kc, a_rows, pixel_offsets_.data() + pc, slivers + (static_cast<long>(s) * P + pc) * NR,
+                             acc + static_cast<long>(r0) * o_round_ + s * NR, o_round_, 1.0f);
+            }
+    };
+    const int nt = omp_in_parallel() ? 1 : std::max(1, std::min(threads, panels));
+    if (nt == 1) {
+        for (int ir = 0; ir < panels; ++ir) panel(ir);
+        return;
+    }
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int ir = 0; ir < panels; ++ir) panel(ir);
+}
+
+void ImplicitConvWeights::add_to(const float* acc, float* dw) const {
+    const int K = g_.col_rows();
+    for (int o = 0; o < m_; ++o) {
+        float* row = dw + static_cast<long>(o) * K;
+        for (int r = 0; r < K; ++r) row[r] += acc[static_cast<long>(r) * o_round_ + o];
+    }
 }
 
 }  // namespace rudra::kernels

@@ -32,4 +32,30 @@ private:
     std::vector<int32_t> offsets_;  // per im2col row (c, kh, kw): c * hp * wp + kh * wp + kw
 };
 
+// Backward-weights the same way, as dW^T = im2col(x) dy^T: the micro-kernel gathers A from the
+// padded image (rows: kernel taps, columns: output pixels) and reads dy^T as packed slivers of
+// 32 output channels, which one register transpose per image writes. No im2col is built.
+class ImplicitConvWeights {
+public:
+    static bool supports(const MicroKernel& kernel, const ConvGeometry& g);
+
+    ImplicitConvWeights(const MicroKernel& kernel, const ConvGeometry& g, int out_channels);
+    size_t scratch_floats() const { return padded_floats_ + slivers_floats_; }
+    // The accumulator holds dW^T: col_rows() x out_channels rounded up to 32 (acc_ld()).
+    int acc_ld() const { return o_round_; }
+    size_t acc_floats() const { return static_cast<size_t>(g_.col_rows()) * o_round_; }
+    // acc += im2col(img) dy^T for one image (dy: out_channels x col_cols()).
+    void accumulate(const float* img, const float* dy, float* acc, float* scratch, int threads) const;
+    // dw[o][r] += acc[r][o].
+    void add_to(const float* acc, float* dw) const;
+
+private:
+    const MicroKernel& uk_;
+    ConvGeometry g_;
+    int m_, o_round_, hp_, wp_;
+    size_t padded_floats_, slivers_floats_;
+    std::vector<int32_t> tap_offsets_;    // per im2col row (c, kh, kw) in the padded image
+    std::vector<int32_t> pixel_offsets_;  // per output pixel (y, x): y * wp + x
+};
+
 }  // namespace rudra::kernels

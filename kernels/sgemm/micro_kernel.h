@@ -26,6 +26,12 @@ using MicroKernelEdgeFn = void (*)(int rows, int cols, int64_t k, const float* a
 using MicroKernelIndirectFn = void (*)(int rows, int parts, int64_t k, const float* a, const float* const* bases,
                                        const int32_t* offsets, float* c, int64_t rs_c, float beta);
 
+// A tile whose A values are gathered: A(i, p) = a_rows[i][a_offsets[p]], B packed (nr per p),
+// C accumulated (beta 0 or 1). The implicit backward-weights convolution reads the padded image
+// this way (rows: kernel taps, p: output pixels).
+using MicroKernelGatherAFn = void (*)(int rows, int64_t k, const float* const* a_rows, const int32_t* a_offsets,
+                                      const float* b, float* c, int64_t rs_c, float beta);
+
 struct MicroKernel {
     const char* name;  // what RUDRA_SGEMM_KERNEL and --kernel accept
     const char* isa;   // the instructions it needs, for messages
@@ -34,6 +40,7 @@ struct MicroKernel {
     MicroKernelFn run;
     MicroKernelEdgeFn edge;  // may be nullptr
     MicroKernelIndirectFn indirect;  // may be nullptr
+    MicroKernelGatherAFn gather_a;   // may be nullptr
 };
 
 // Each returns its kernel, or nullptr when this build does not contain it (wrong architecture).

@@ -36,7 +36,7 @@ void run_vsx(int64_t k, const float* a, const float* b, int64_t rs_b, float* c, 
         }
 }
 
-constexpr MicroKernel kVsx{"vsx", "POWER VSX", kMR, kNR, 256, 256, 4096, run_vsx, nullptr, nullptr};
+constexpr MicroKernel kVsx{"vsx", "POWER VSX", kMR, kNR, 256, 256, 4096, run_vsx, nullptr, nullptr, nullptr};
 
 }  // namespace
 
@@ -46,7 +46,7 @@ extern const MicroKernelFn kMmaRun;
 
 const MicroKernel* vsx_micro_kernel() { return &kVsx; }
 const MicroKernel* mma_micro_kernel() {
-    static const MicroKernel mma{"mma", "POWER10 MMA", kMR, kNR, 256, 256, 4096, kMmaRun, nullptr, nullptr};
+    static const MicroKernel mma{"mma", "POWER10 MMA", kMR, kNR, 256, 256, 4096, kMmaRun, nullptr, nullptr, nullptr};
     return kMmaRun ? &mma : nullptr;
 }
 

@@ -115,6 +115,49 @@ __attribute__((target("avx512f"))) void indirect_avx512_rows(int64_t k, const fl
     }
 }
 
+template <int ROWS>
+__attribute__((target("avx512f"))) void gather_a_avx512_rows(int64_t k, const float* const* a_rows,
+                                                               const int32_t* a_offsets, const float* b, float* c,
+                                                               int64_t rs_c, float beta) {
+    __m512 lo[ROWS], hi[ROWS];
+    const float* rows[ROWS];
+#pragma GCC unroll 16
+    for (int i = 0; i < ROWS; ++i) {
+        lo[i] = hi[i] = _mm512_setzero_ps();
+        rows[i] = a_rows[i];
+    }
+    for (int64_t p = 0; p < k; ++p, b += kNR512) {
+        const int32_t o = a_offsets[p];
+        const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+#pragma GCC unroll 16
+        for (int i = 0; i < ROWS; ++i) {
+            const __m512 ai = _mm512_set1_ps(rows[i][o]);
+            lo[i] = _mm512_fmadd_ps(ai, b0, lo[i]);
+            hi[i] = _mm512_fmadd_ps(ai, b1, hi[i]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < ROWS; ++i, c += rs_c) {
+        if (beta != 0.0f) {
+            lo[i] = _mm512_add_ps(lo[i], _mm512_loadu_ps(c));
+            hi[i] = _mm512_add_ps(hi[i], _mm512_loadu_ps(c + 16));
+        }
+        _mm512_storeu_ps(c, lo[i]);
+        _mm512_storeu_ps(c + 16, hi[i]);
+    }
+}
+
+void gather_a_avx512(int rows, int64_t k, const float* const* a_rows, const int32_t* a_offsets, const float* b,
+                     float* c, int64_t rs_c, float beta) {
+    using Fn = void (*)(int64_t, const float* const*, const int32_t*, const float*, float*, int64_t, float);
+    static constexpr Fn kByRows[kMR512 + 1] = {
+        nullptr, gather_a_avx512_rows<1>, gather_a_avx512_rows<2>, gather_a_avx512_rows<3>,
+        gather_a_avx512_rows<4>, gather_a_avx512_rows<5>, gather_a_avx512_rows<6>, gather_a_avx512_rows<7>,
+        gather_a_avx512_rows<8>, gather_a_avx512_rows<9>, gather_a_avx512_rows<10>, gather_a_avx512_rows<11>,
+        gather_a_avx512_rows<12>};
+    kByRows[rows](k, a_rows, a_offsets, b, c, rs_c, beta);
+}
+
 template <int PARTS>
 constexpr void (*kIndirectByRows[kMR512 + 1])(int64_t, const float*, const float* const*, const int32_t*, float*,
                                                int64_t, float) = {
@@ -181,8 +224,8 @@ __attribute__((target("avx2,fma"))) void run_avx2(int64_t k, const float* a, con
 // Block sizes: the kc x nr B sliver stays in L1 or L2, the mc x kc A block in L2, the kc x nc
 // B panel in L3. AVX-512's were tuned with RUDRA_SGEMM_BLOCKS on a Sapphire Rapids core
 // (kc 384 beat 128, 192 and 256 on 2048^3).
-constexpr MicroKernel kAvx512{"avx512", "AVX-512F", kMR512, kNR512, 240, 384, 4096, run_avx512, edge_avx512, indirect_avx512};
-constexpr MicroKernel kAvx2{"avx2", "AVX2 and FMA", kMR256, kNR256, 144, 256, 4096, run_avx2, nullptr, nullptr};
+constexpr MicroKernel kAvx512{"avx512", "AVX-512F", kMR512, kNR512, 240, 384, 4096, run_avx512, edge_avx512, indirect_avx512, gather_a_avx512};
+constexpr MicroKernel kAvx2{"avx2", "AVX2 and FMA", kMR256, kNR256, 144, 256, 4096, run_avx2, nullptr, nullptr, nullptr};
 
 }  // namespace
 
