@@ -35,36 +35,93 @@ inline Window window(const PoolGeometry& g, int py, int px) {
     return {h0, h1, w0, w1, divisor};
 }
 
+// Output columns [px0, px1) and rows [py0, py1) whose windows lie wholly inside the image.
+struct Interior {
+    int py0, py1, px0, px1;
+};
+
+Interior interior(const PoolGeometry& g) {
+    auto range = [](int in, int kernel, int pad, int stride, int out, int& lo, int& hi) {
+        lo = (pad + stride - 1) / stride;                                   // first start >= 0
+        hi = in - kernel + pad >= 0 ? (in - kernel + pad) / stride + 1 : 0;  // last start + kernel <= in
+        hi = std::min(hi, out);
+        lo = std::min(lo, hi);
+    };
+    Interior r{};
+    range(g.height, g.kernel_h, g.pad_h, g.stride_h, g.pooled_h(), r.py0, r.py1);
+    range(g.width, g.kernel_w, g.pad_w, g.stride_w, g.pooled_w(), r.px0, r.px1);
+    return r;
+}
+
+// One output with its window clipped to the image (edges, padding).
+inline void max_window(const float* xp, const PoolGeometry& g, int py, int px, float& out, int32_t& arg) {
+    Window w = window(g, py, px);
+    if (w.h0 >= w.h1 || w.w0 >= w.w1) {  // a window wholly in the padding
+        out = 0.0f;
+        arg = -1;
+        return;
+    }
+    int32_t where = w.h0 * g.width + w.w0;
+    float best = xp[where];
+    for (int h = w.h0; h < w.h1; ++h)
+        for (int c = w.w0; c < w.w1; ++c) {
+            const int32_t i = h * g.width + c;
+            if (xp[i] > best) {
+                best = xp[i];
+                where = i;
+            }
+        }
+    out = best;
+    arg = where;
+}
+
+// The whole-window columns [px0, px1) of one output row: one tap at a time across the row, as
+// selects the compiler vectorises (maxima are unpredictable, so branches would mispredict). The
+// first strict maximum in scan order wins, as in Caffe. SW: the column stride when it is a
+// compile-time 1 or 2 (the loads then vectorise), 0 for any other.
+template <int SW>
+void max_row_taps(const float* xp, const PoolGeometry& g, int h0, int px0, int px1, float* __restrict best,
+                  int32_t* __restrict arg) {
+    const int sw = SW ? SW : g.stride_w;
+    for (int kh = 0; kh < g.kernel_h; ++kh)
+        for (int kw = 0; kw < g.kernel_w; ++kw) {
+            const int32_t base = (h0 + kh) * g.width + kw - g.pad_w;
+            const bool first = kh == 0 && kw == 0;
+            for (int px = px0; px < px1; ++px) {
+                const int32_t i = base + px * sw;
+                const float v = xp[i], b = best[px];
+                const int32_t a = arg[px];
+                const bool take = first || v > b;
+                best[px] = take ? v : b;
+                arg[px] = take ? i : a;
+            }
+        }
+}
+
 }  // namespace
 
 void max_pool_forward(const float* x, const PoolGeometry& g, long planes, float* y, int32_t* argmax) {
     const int ph = g.pooled_h(), pw = g.pooled_w();
     const long in_plane = static_cast<long>(g.height) * g.width, out_plane = static_cast<long>(ph) * pw;
+    const Interior in = interior(g);
 #pragma omp parallel for schedule(static)
     for (long p = 0; p < planes; ++p) {
         const float* xp = x + p * in_plane;
-        float* yp = y + p * out_plane;
-        int32_t* ap = argmax + p * out_plane;
-        for (int py = 0; py < ph; ++py)
-            for (int px = 0; px < pw; ++px) {
-                Window w = window(g, py, px);
-                if (w.h0 >= w.h1 || w.w0 >= w.w1) {  // a window wholly in the padding
-                    yp[py * pw + px] = 0.0f;
-                    ap[py * pw + px] = -1;
-                    continue;
-                }
-                int32_t where = w.h0 * g.width + w.w0;
-                float best = xp[where];
-                for (int h = w.h0; h < w.h1; ++h)
-                    for (int c = w.w0; c < w.w1; ++c) {
-                        const int32_t i = h * g.width + c;
-                        const float v = xp[i];
-                        where = v > best ? i : where;  // select, not branch: maxima are unpredictable
-                        best = v > best ? v : best;
-                    }
-                yp[py * pw + px] = best;
-                ap[py * pw + px] = where;
-            }
+        for (int py = 0; py < ph; ++py) {
+            float* best = y + p * out_plane + static_cast<long>(py) * pw;
+            int32_t* arg = argmax + p * out_plane + static_cast<long>(py) * pw;
+            const bool inside = py >= in.py0 && py < in.py1;
+            for (int px = 0; px < pw; ++px)
+                if (!inside || px < in.px0 || px >= in.px1) max_window(xp, g, py, px, best[px], arg[px]);
+            if (!inside) continue;
+            const int h0 = py * g.stride_h - g.pad_h;
+            if (g.stride_w == 2)
+                max_row_taps<2>(xp, g, h0, in.px0, in.px1, best, arg);
+            else if (g.stride_w == 1)
+                max_row_taps<1>(xp, g, h0, in.px0, in.px1, best, arg);
+            else
+                max_row_taps<0>(xp, g, h0, in.px0, in.px1, best, arg);
+        }
     }
 }
 
