@@ -85,9 +85,13 @@ std::string conv_descriptor(const ConvProblem& p) {
     return s.str();
 }
 
+// Part of every cache key: raised whenever a backend got faster or slower (2: the own backend's
+// implicit-GEMM paths), so that choices measured on older code are measured again.
+constexpr int kCacheGeneration = 2;
+
 AutoChoice choose_conv_backend(const ConvProblem& p, int threads, const std::string& cache_path) {
     const std::string key = conv_descriptor(p) + " threads " + std::to_string(threads) + " sgemm " +
-                            selected_micro_kernel().kernel.name;
+                            selected_micro_kernel().kernel.name + " generation " + std::to_string(kCacheGeneration);
     std::string damage;
     nlohmann::json cache = cache_path.empty() ? nlohmann::json::object() : read_cache(cache_path, damage);
     if (cache.contains(key) && cache[key].is_object()) {

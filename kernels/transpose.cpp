@@ -60,8 +60,6 @@ __attribute__((target("avx512f"))) void tile16(const float* src, int64_t ld_src,
     }
 }
 
-#pragma GCC diagnostic pop
-
 void transpose_avx512(const float* src, int rows, int cols, int64_t ld_src, float* dst, int64_t ld_dst) {
     const int rows16 = rows / 16 * 16, cols16 = cols / 16 * 16;
     for (int r = 0; r < rows16; r += 16)
@@ -70,6 +68,7 @@ void transpose_avx512(const float* src, int rows, int cols, int64_t ld_src, floa
     if (rows16 < rows)
         transpose_portable(src + rows16 * ld_src, rows - rows16, cols16, ld_src, dst + rows16, ld_dst);
 }
+#pragma GCC diagnostic pop
 
 }  // namespace
 #endif
