@@ -3,7 +3,8 @@
 // buffer and weight-gradient accumulator, and every GEMM is single-threaded: small images make
 // small GEMMs, and this keeps every core busy at any mini-batch above one. With fewer images
 // the GEMMs themselves are threaded. A 1x1 stride-1 convolution reads the image as its column
-// matrix and skips im2col.
+// matrix and skips im2col. On the own SGEMM, the passes that kernels/conv_implicit.h can do
+// (stride 1, a micro-kernel with indirect tiles) build no column matrix at all.
 #include <omp.h>
 
 #include <algorithm>
@@ -28,7 +29,7 @@ public:
           implicit_(implicit_forward(p, own_packed_)),
           implicit_bwd_(implicit_backward_data(p, own_packed_)),
           implicit_w_(implicit_backward_weights(p, own_packed_)),
-          col_floats_(column_floats(g_, own_packed_, nr_)),
+          col_floats_(implicit_ && implicit_bwd_ && implicit_w_ ? 0 : column_floats(g_, own_packed_, nr_)),
           grad_floats_(round16(std::max(static_cast<size_t>(p.out_channels) * k_g(), implicit_w_ ? implicit_w_->acc_floats() : 0) +
                                p.out_channels)),
           work_floats_(round16(std::max(im2col_scratch_floats(g_, own_packed_ ? nr_ : 0),

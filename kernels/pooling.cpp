@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace rudra::kernels {
 
 int caffe_pooled_size(int in, int kernel, int pad, int stride) {
@@ -78,7 +82,7 @@ inline void max_window(const float* xp, const PoolGeometry& g, int py, int px, f
 // The whole-window columns [px0, px1) of one output row: one tap at a time across the row, as
 // selects the compiler vectorises (maxima are unpredictable, so branches would mispredict). The
 // first strict maximum in scan order wins, as in Caffe. SW: the column stride when it is a
-// compile-time 1 or 2 (the loads then vectorise), 0 for any other.
+// compile-time 1 (the loads then vectorise), 0 for any other.
 template <int SW>
 void max_row_taps(const float* xp, const PoolGeometry& g, int h0, int px0, int px1, float* __restrict best,
                   int32_t* __restrict arg) {
@@ -98,6 +102,60 @@ void max_row_taps(const float* xp, const PoolGeometry& g, int h0, int px0, int p
         }
 }
 
+#if defined(__x86_64__)
+// AVX-512 for unit and double column strides (every published net's max pooling): 16 outputs
+// per step, the taps' inputs loaded contiguously (stride 2: 32 values, even lanes kept), the
+// comparison and the selects under masks; the row's tail is a masked step of its own.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12's headers start some values undefined
+template <int SW>
+__attribute__((target("avx512f"))) void max_row_taps_avx512(const float* xp, const PoolGeometry& g, int h0, int px0,
+                                                               int px1, float* best, int32_t* arg) {
+    const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i step = _mm512_mullo_epi32(iota, _mm512_set1_epi32(SW));
+    for (int px = px0; px < px1; px += 16) {
+        const int n = std::min(16, px1 - px);
+        const __mmask16 m = static_cast<__mmask16>((1u << n) - 1);
+        __m512 b = _mm512_setzero_ps();
+        __m512i a = _mm512_setzero_si512();
+        for (int kh = 0; kh < g.kernel_h; ++kh)
+            for (int kw = 0; kw < g.kernel_w; ++kw) {
+                const int32_t first_i = (h0 + kh) * g.width + kw - g.pad_w + SW * px;
+                const float* src = xp + first_i;
+                __m512 v;
+                if constexpr (SW == 1) {
+                    v = _mm512_maskz_loadu_ps(m, src);
+                } else {
+                    const int span = 2 * n - 1;  // values the n outputs read
+                    const __mmask16 m_lo = static_cast<__mmask16>(span >= 16 ? 0xFFFF : (1u << span) - 1);
+                    const __mmask16 m_hi = static_cast<__mmask16>(span > 16 ? (1u << (span - 16)) - 1 : 0);
+                    v = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(m_lo, src), evens,
+                                               _mm512_maskz_loadu_ps(m_hi, src + 16));
+                }
+                const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(first_i), step);
+                const __mmask16 take = (kh == 0 && kw == 0) ? m : _mm512_mask_cmp_ps_mask(m, v, b, _CMP_GT_OQ);
+                b = _mm512_mask_blend_ps(take, b, v);
+                a = _mm512_mask_blend_epi32(take, a, idx);
+            }
+        _mm512_mask_storeu_ps(best + px, m, b);
+        _mm512_mask_storeu_epi32(arg + px, m, a);
+    }
+}
+#pragma GCC diagnostic pop
+#endif
+
+// The whole-window columns of one output row, on the widest path this CPU has.
+void max_row(const float* xp, const PoolGeometry& g, int h0, int px0, int px1, float* best, int32_t* arg) {
+#if defined(__x86_64__)
+    static const bool avx512 = __builtin_cpu_supports("avx512f");
+    if (avx512 && g.stride_w == 2) return max_row_taps_avx512<2>(xp, g, h0, px0, px1, best, arg);
+    if (avx512 && g.stride_w == 1) return max_row_taps_avx512<1>(xp, g, h0, px0, px1, best, arg);
+#endif
+    if (g.stride_w == 1) return max_row_taps<1>(xp, g, h0, px0, px1, best, arg);
+    max_row_taps<0>(xp, g, h0, px0, px1, best, arg);
+}
+
 }  // namespace
 
 void max_pool_forward(const float* x, const PoolGeometry& g, long planes, float* y, int32_t* argmax) {
@@ -113,14 +171,7 @@ void max_pool_forward(const float* x, const PoolGeometry& g, long planes, float*
             const bool inside = py >= in.py0 && py < in.py1;
             for (int px = 0; px < pw; ++px)
                 if (!inside || px < in.px0 || px >= in.px1) max_window(xp, g, py, px, best[px], arg[px]);
-            if (!inside) continue;
-            const int h0 = py * g.stride_h - g.pad_h;
-            if (g.stride_w == 2)
-                max_row_taps<2>(xp, g, h0, in.px0, in.px1, best, arg);
-            else if (g.stride_w == 1)
-                max_row_taps<1>(xp, g, h0, in.px0, in.px1, best, arg);
-            else
-                max_row_taps<0>(xp, g, h0, in.px0, in.px1, best, arg);
+            if (inside) max_row(xp, g, py * g.stride_h - g.pad_h, in.px0, in.px1, best, arg);
         }
     }
 }

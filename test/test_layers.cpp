@@ -150,6 +150,49 @@ TEST_CASE("pooling: values at clipped borders") {
     }
 }
 
+TEST_CASE("max pooling: values and argmax match a direct scan over clipped windows, ties to the first") {
+    using rudra::kernels::PoolGeometry;
+    std::mt19937 rng(21);
+    std::uniform_int_distribution<int> level(0, 6);  // few distinct values: many ties
+    struct G {
+        int h, w, k, s, p;
+    };
+    for (G c : {G{32, 32, 3, 2, 0}, G{9, 13, 3, 2, 1}, G{8, 8, 2, 2, 0}, G{7, 11, 3, 1, 1}, G{10, 9, 3, 3, 1}, G{6, 17, 5, 2, 2}}) {
+        PoolGeometry g;
+        g.height = c.h;
+        g.width = c.w;
+        g.kernel_h = g.kernel_w = c.k;
+        g.stride_h = g.stride_w = c.s;
+        g.pad_h = g.pad_w = c.p;
+        const int planes = 3, ph = g.pooled_h(), pw = g.pooled_w();
+        std::vector<float> x(static_cast<size_t>(planes) * c.h * c.w);
+        for (float& v : x) v = static_cast<float>(level(rng));
+        std::vector<float> y(static_cast<size_t>(planes) * ph * pw);
+        std::vector<int32_t> arg(y.size());
+        rudra::kernels::max_pool_forward(x.data(), g, planes, y.data(), arg.data());
+        size_t wrong = 0;
+        for (int p = 0; p < planes; ++p)
+            for (int py = 0; py < ph; ++py)
+                for (int px = 0; px < pw; ++px) {
+                    float best = 0.0f;
+                    int32_t where = -1;
+                    for (int h = py * c.s - c.p; h < py * c.s - c.p + c.k; ++h)
+                        for (int w = px * c.s - c.p; w < px * c.s - c.p + c.k; ++w) {
+                            if (h < 0 || h >= c.h || w < 0 || w >= c.w) continue;
+                            const float v = x[(static_cast<size_t>(p) * c.h + h) * c.w + w];
+                            if (where < 0 || v > best) best = v, where = h * c.w + w;
+                        }
+                    const size_t o = (static_cast<size_t>(p) * ph + py) * pw + px;
+                    wrong += y[o] != (where < 0 ? 0.0f : best) || arg[o] != where;
+                }
+        CAPTURE(c.h);
+        CAPTURE(c.w);
+        CAPTURE(c.k);
+        CAPTURE(c.s);
+        CHECK(wrong == 0);
+    }
+}
+
 TEST_CASE("pooling: finite-difference gradients (max and average, stride, pad, odd sizes)") {
     std::mt19937 rng(6);
     const char* blocks[] = {
