@@ -21,7 +21,8 @@ LrModulation parse_lr_modulation(const std::string& s) {
     if (s == "none") return LrModulation::None;
     if (s == "average") return LrModulation::Average;
     if (s == "per-gradient") return LrModulation::PerGradient;
-    throw std::runtime_error("unknown learning-rate modulation '" + s + "' (none, average, per-gradient)");
+    if (s == "running") return LrModulation::Running;
+    throw std::runtime_error("unknown learning-rate modulation '" + s + "' (none, average, per-gradient, running)");
 }
 
 }  // namespace rudra::dist
