@@ -142,8 +142,44 @@ __attribute__((target("avx512f"))) void max_row_taps_avx512(const float* xp, con
         _mm512_mask_storeu_epi32(arg + px, m, a);
     }
 }
+
+// Average pooling's whole windows the same way: sums of the taps, times 1 / (kernel_h kernel_w).
+template <int SW>
+__attribute__((target("avx512f"))) void avg_row_taps_avx512(const float* xp, const PoolGeometry& g, int h0, int px0,
+                                                               int px1, float* out) {
+    const __m512i evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512 inv = _mm512_set1_ps(1.0f / static_cast<float>(g.kernel_h * g.kernel_w));
+    for (int px = px0; px < px1; px += 16) {
+        const int n = std::min(16, px1 - px);
+        const __mmask16 m = static_cast<__mmask16>((1u << n) - 1);
+        __m512 sum = _mm512_setzero_ps();
+        for (int kh = 0; kh < g.kernel_h; ++kh)
+            for (int kw = 0; kw < g.kernel_w; ++kw) {
+                const float* src = xp + (h0 + kh) * g.width + kw - g.pad_w + SW * px;
+                if constexpr (SW == 1) {
+                    sum = _mm512_add_ps(sum, _mm512_maskz_loadu_ps(m, src));
+                } else {
+                    const int span = 2 * n - 1;
+                    const __mmask16 m_lo = static_cast<__mmask16>(span >= 16 ? 0xFFFF : (1u << span) - 1);
+                    const __mmask16 m_hi = static_cast<__mmask16>(span > 16 ? (1u << (span - 16)) - 1 : 0);
+                    sum = _mm512_add_ps(sum, _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(m_lo, src), evens,
+                                                                    _mm512_maskz_loadu_ps(m_hi, src + 16)));
+                }
+            }
+        _mm512_mask_storeu_ps(out + px, m, _mm512_mul_ps(sum, inv));
+    }
+}
 #pragma GCC diagnostic pop
 #endif
+
+// One average over a window clipped to the image, divided by its size in the padded image.
+inline float avg_window(const float* xp, const PoolGeometry& g, int py, int px) {
+    Window w = window(g, py, px);
+    float sum = 0.0f;
+    for (int h = w.h0; h < w.h1; ++h)
+        for (int c = w.w0; c < w.w1; ++c) sum += xp[h * g.width + c];
+    return sum / w.divisor;
+}
 
 // The whole-window columns of one output row, on the widest path this CPU has.
 void max_row(const float* xp, const PoolGeometry& g, int h0, int px0, int px1, float* best, int32_t* arg) {
@@ -194,18 +230,30 @@ void max_pool_backward(const float* dy, const int32_t* argmax, const PoolGeometr
 void avg_pool_forward(const float* x, const PoolGeometry& g, long planes, float* y) {
     const int ph = g.pooled_h(), pw = g.pooled_w();
     const long in_plane = static_cast<long>(g.height) * g.width, out_plane = static_cast<long>(ph) * pw;
+    const Interior in = interior(g);
+#if defined(__x86_64__)
+    static const bool avx512 = __builtin_cpu_supports("avx512f");
+    const bool vector_rows = avx512 && (g.stride_w == 1 || g.stride_w == 2);
+#else
+    const bool vector_rows = false;
+#endif
 #pragma omp parallel for schedule(static)
     for (long p = 0; p < planes; ++p) {
         const float* xp = x + p * in_plane;
-        float* yp = y + p * out_plane;
-        for (int py = 0; py < ph; ++py)
-            for (int px = 0; px < pw; ++px) {
-                Window w = window(g, py, px);
-                float sum = 0.0f;
-                for (int h = w.h0; h < w.h1; ++h)
-                    for (int c = w.w0; c < w.w1; ++c) sum += xp[h * g.width + c];
-                yp[py * pw + px] = sum / w.divisor;
-            }
+        for (int py = 0; py < ph; ++py) {
+            float* out = y + p * out_plane + static_cast<long>(py) * pw;
+            const bool inside = vector_rows && py >= in.py0 && py < in.py1;
+            for (int px = 0; px < pw; ++px)
+                if (!inside || px < in.px0 || px >= in.px1) out[px] = avg_window(xp, g, py, px);
+            if (!inside) continue;
+#if defined(__x86_64__)
+            const int h0 = py * g.stride_h - g.pad_h;
+            if (g.stride_w == 2)
+                avg_row_taps_avx512<2>(xp, g, h0, in.px0, in.px1, out);
+            else
+                avg_row_taps_avx512<1>(xp, g, h0, in.px0, in.px1, out);
+#endif
+        }
     }
 }
 

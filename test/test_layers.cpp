@@ -193,6 +193,43 @@ TEST_CASE("max pooling: values and argmax match a direct scan over clipped windo
     }
 }
 
+TEST_CASE("average pooling: values match a direct sum over clipped windows (Caffe's divisor)") {
+    using rudra::kernels::PoolGeometry;
+    std::mt19937 rng(22);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    struct G {
+        int h, w, k, s, p;
+    };
+    for (G c : {G{16, 16, 3, 2, 0}, G{9, 13, 3, 2, 1}, G{8, 8, 3, 2, 0}, G{7, 11, 3, 1, 1}, G{10, 9, 3, 3, 1}, G{6, 37, 5, 2, 2}}) {
+        PoolGeometry g;
+        g.height = c.h;
+        g.width = c.w;
+        g.kernel_h = g.kernel_w = c.k;
+        g.stride_h = g.stride_w = c.s;
+        g.pad_h = g.pad_w = c.p;
+        const int planes = 3, ph = g.pooled_h(), pw = g.pooled_w();
+        std::vector<float> x(static_cast<size_t>(planes) * c.h * c.w);
+        for (float& v : x) v = u(rng);
+        std::vector<float> y(static_cast<size_t>(planes) * ph * pw);
+        rudra::kernels::avg_pool_forward(x.data(), g, planes, y.data());
+        double worst = 0.0;
+        for (int p = 0; p < planes; ++p)
+            for (int py = 0; py < ph; ++py)
+                for (int px = 0; px < pw; ++px) {
+                    const int h0 = py * c.s - c.p, w0 = px * c.s - c.p;
+                    const int h1 = std::min(h0 + c.k, c.h + c.p), w1 = std::min(w0 + c.k, c.w + c.p);
+                    double sum = 0.0;
+                    for (int h = std::max(h0, 0); h < std::min(h1, c.h); ++h)
+                        for (int w = std::max(w0, 0); w < std::min(w1, c.w); ++w) sum += x[(static_cast<size_t>(p) * c.h + h) * c.w + w];
+                    const double want = sum / ((h1 - h0) * (w1 - w0));
+                    worst = std::max(worst, std::fabs(want - y[(static_cast<size_t>(p) * ph + py) * pw + px]));
+                }
+        CAPTURE(c.h);
+        CAPTURE(c.w);
+        CHECK(worst < 1e-5);
+    }
+}
+
 TEST_CASE("pooling: finite-difference gradients (max and average, stride, pad, odd sizes)") {
     std::mt19937 rng(6);
     const char* blocks[] = {
