@@ -21,8 +21,7 @@ LrModulation parse_lr_modulation(const std::string& s) {
     if (s == "none") return LrModulation::None;
     if (s == "average") return LrModulation::Average;
     if (s == "per-gradient") return LrModulation::PerGradient;
-    if (s == "running") return LrModulation::Running;
-    throw std::runtime_error("unknown learning-rate modulation '" + s + "' (none, average, per-gradient, running)");
+    throw std::runtime_error("unknown learning-rate modulation '" + s + "' (none, average, per-gradient)");
 }
 
 }  // namespace rudra::dist

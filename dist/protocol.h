@@ -55,9 +55,6 @@ enum class LrModulation {
     None,         // alpha0
     Average,      // alpha0 / max(<sigma>, 1) per update (the paper's softsync rule)
     PerGradient,  // each gradient scaled by 1 / max(sigma, 1) before averaging (footnote 2)
-    Running,      // alpha0 / max(<sigma>, 1) with <sigma> a running mean over about the last 100
-                  // gradients: with c = 1 (lambda-softsync, async) Average is each gradient's own
-                  // sigma, and the rate jumps with it; this keeps it steady
 };
 
 LrModulation parse_lr_modulation(const std::string& s);

@@ -44,7 +44,6 @@ bool UpdateRule::add_gradient(int learner, int64_t ts, const float* grad) {
     float scale = config_.base_scale;
     if (config_.modulation == LrModulation::Average)
         scale /= static_cast<float>(std::max(1.0, sigma_sum_ / static_cast<double>(c)));
-    if (config_.modulation == LrModulation::Running) scale /= static_cast<float>(std::max(1.0, sigma_ema_));
     last_scale_ = scale;
     last_momentum_ = -1.0f;  // the solver's
     if (config_.momentum_compensation) {

@@ -134,31 +134,6 @@ TEST_CASE("learning-rate modulation: none, alpha0/<sigma> per update, alpha0/max
     CHECK(rule.last_lr_scale() == doctest::Approx(2.0 / 3.0));
 }
 
-TEST_CASE("running modulation: a steady alpha0/<sigma> where per-update modulation follows each gradient") {
-    const float ones[1] = {1.0f};
-    auto scales = [&](LrModulation m) {
-        nn::ParamStore p = vector_store(1);
-        nn::Solver solver(plain_sgd(1.0), p);
-        Async proto;  // c = 1
-        UpdateRuleConfig cfg;
-        cfg.modulation = m;
-        UpdateRule rule(proto, solver, p, 1, cfg);
-        for (int i = 0; i < 6; ++i) rule.add_gradient(0, rule.timestamp(), ones);
-        std::vector<float> out;
-        for (int i = 0; i < 600; ++i) {  // staleness 1, 5, 1, 5, ...: mean 3
-            rule.add_gradient(0, rule.timestamp() - (i % 2 ? 5 : 1), ones);
-            out.push_back(rule.last_lr_scale());
-        }
-        return out;
-    };
-    const std::vector<float> average = scales(LrModulation::Average), running = scales(LrModulation::Running);
-    CHECK(average[598] == doctest::Approx(1.0));
-    CHECK(average[599] == doctest::Approx(0.2));
-    CHECK(running[598] == doctest::Approx(1.0 / 3.0).epsilon(0.02));
-    CHECK(running[599] == doctest::Approx(1.0 / 3.0).epsilon(0.02));
-    CHECK_THROWS_WITH(parse_lr_modulation("steady"), doctest::Contains("running"));
-}
-
 namespace {
 
 struct SystemResult {

@@ -140,9 +140,8 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"base", "overlap"}))
         ->capture_default_str();
     d->add_option("--lr-modulation", dist.lr_modulation,
-                  "none, average (alpha0/<sigma> of each update's gradients, default for softsync), per-gradient "
-                  "(alpha0/max(sigma,1)) or running (alpha0/<sigma> over about the last 100 gradients)")
-        ->check(CLI::IsMember({"none", "average", "per-gradient", "running"}));
+                  "none, average (alpha0/<sigma>, default for softsync) or per-gradient (alpha0/max(sigma,1))")
+        ->check(CLI::IsMember({"none", "average", "per-gradient"}));
     d->add_flag("--momentum-compensation", dist.momentum_compensation,
                 "lower the solver's momentum m to 1-(1-m)(1+<sigma>) for stale gradients (asynchrony acts as momentum)");
     d->add_option("--reference-batch", dist.reference_batch, "B of hardsync's alpha0*sqrt(lambda*mu/B) and of the lr schedule")
