@@ -22,31 +22,34 @@ void window_sum(const float* in, const LrnGeometry& g, float* out) {
         }
         return;
     }
-    // Within a channel the window is a box: sums along each row, then of those along columns,
-    // each a few whole-row vector adds instead of local_size^2 bounded reads per pixel.
-    std::vector<float> rows(static_cast<size_t>(plane));
+    // Within a channel the window is a box: sums along rows, then of those along columns. Each
+    // is one long loop over the whole plane (rows of small images are a vector or two), and
+    // the few windows that the image's edges clip are redone afterwards.
+    thread_local std::vector<float> rows;  // one plane of row sums, kept by each thread
+    if (rows.size() < static_cast<size_t>(plane)) rows.resize(static_cast<size_t>(plane));
+    const int W = g.width, H = g.height;
+    float* r = rows.data();
     for (int c = 0; c < g.channels; ++c) {
         const float* i = in + static_cast<long>(c) * plane;
         float* o = out + static_cast<long>(c) * plane;
-        for (int h = 0; h < g.height; ++h) {
-            const float* src = i + static_cast<long>(h) * g.width;
-            float* r = rows.data() + static_cast<long>(h) * g.width;
-            const int lo = std::min(before, g.width), hi = std::max(lo, g.width - after);
-            std::fill(r, r + g.width, 0.0f);
-            for (int d = -before; d <= after; ++d)  // interior: every tap inside the row
-                for (int w = lo; w < hi; ++w) r[w] += src[w + d];
-            for (int w = 0; w < g.width; ++w) {  // the edges, with clipped windows
-                if (w == lo) w = std::max(hi, lo);
-                if (w >= g.width) break;
-                for (int ww = std::max(0, w - before); ww <= std::min(g.width - 1, w + after); ++ww) r[w] += src[ww];
+        // Tap by tap, each a long vector loop (a loop over taps inside would not vectorise).
+        for (int d = -before; d <= after; ++d)
+            for (int p = before; p < plane - after; ++p) r[p] = (d == -before ? 0.0f : r[p]) + i[p + d];
+        for (int h = 0; h < H; ++h)
+            for (int w = 0; w < W; ++w) {
+                if (w == before && W - after > before) w = W - after;  // skip the unclipped middle
+                float s = 0.0f;
+                for (int ww = std::max(0, w - before); ww <= std::min(W - 1, w + after); ++ww) s += i[h * W + ww];
+                r[h * W + w] = s;
             }
-        }
-        for (int h = 0; h < g.height; ++h) {
-            float* dst = o + static_cast<long>(h) * g.width;
-            std::fill(dst, dst + g.width, 0.0f);
-            for (int hh = std::max(0, h - before); hh <= std::min(g.height - 1, h + after); ++hh) {
-                const float* r = rows.data() + static_cast<long>(hh) * g.width;
-                for (int w = 0; w < g.width; ++w) dst[w] += r[w];
+        for (int d = -before; d <= after; ++d)
+            for (int p = before * W; p < plane - after * W; ++p) o[p] = (d == -before ? 0.0f : o[p]) + r[p + d * W];
+        for (int h = 0; h < H; ++h) {
+            if (h == before && H - after > before) h = H - after;
+            for (int w = 0; w < W; ++w) {
+                float s = 0.0f;
+                for (int hh = std::max(0, h - before); hh <= std::min(H - 1, h + after); ++hh) s += r[hh * W + w];
+                o[h * W + w] = s;
             }
         }
     }
@@ -59,13 +62,36 @@ float norm_coefficient(const LrnGeometry& g) {
 
 float offset(const LrnGeometry& g) { return g.across_channels ? g.k : 1.0f; }
 
-// s^-beta. beta = 0.75 (every published net) is 1/sqrt(s) * sqrt(1/sqrt(s)), far cheaper than pow.
+// s^-beta. beta = 0.75 (every published net) is 1/sqrt(s) * sqrt(1/sqrt(s)), far cheaper than
+// pow; the choice is a template argument so that the loops around it carry no branch and no
+// call, and vectorise.
+template <bool kThreeQuarters>
 inline float inverse_power(float s, float beta) {
-    if (beta == 0.75f) {
+    if constexpr (kThreeQuarters) {
         const float r = 1.0f / std::sqrt(s);
         return r * std::sqrt(r);
+    } else {
+        return std::pow(s, -beta);
     }
-    return std::pow(s, -beta);
+}
+
+template <bool kThreeQuarters>
+void lrn_forward_image(const float* xn, const LrnGeometry& g, long count, float a, float k, float* yn, float* sn) {
+    for (long i = 0; i < count; ++i) yn[i] = xn[i] * xn[i];  // squares, staged in y
+    window_sum(yn, g, sn);
+    for (long i = 0; i < count; ++i) {
+        sn[i] = k + a * sn[i];
+        yn[i] = xn[i] * inverse_power<kThreeQuarters>(sn[i], g.beta);
+    }
+}
+
+template <bool kThreeQuarters>
+void lrn_backward_image(const float* x, const float* y, const float* scale, const float* dy, const LrnGeometry& g,
+                        long count, float coeff, float* dx, float* ratio) {
+    for (long i = 0; i < count; ++i) ratio[i] = dy[i] * y[i] / scale[i];
+    window_sum(ratio, g, dx);  // the window is symmetric, so the adjoint is the same sum
+    for (long i = 0; i < count; ++i)
+        dx[i] = dy[i] * inverse_power<kThreeQuarters>(scale[i], g.beta) - coeff * x[i] * dx[i];
 }
 
 }  // namespace
@@ -75,15 +101,11 @@ void lrn_forward(const float* x, const LrnGeometry& g, int num, float* y, float*
     const float a = norm_coefficient(g), k = offset(g);
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < num; ++n) {
-        const float* xn = x + n * count;
-        float* yn = y + n * count;
-        float* sn = scale + n * count;
-        for (long i = 0; i < count; ++i) yn[i] = xn[i] * xn[i];  // squares, staged in y
-        window_sum(yn, g, sn);
-        for (long i = 0; i < count; ++i) {
-            sn[i] = k + a * sn[i];
-            yn[i] = xn[i] * inverse_power(sn[i], g.beta);
-        }
+        const long o = n * count;
+        if (g.beta == 0.75f)
+            lrn_forward_image<true>(x + o, g, count, a, k, y + o, scale + o);
+        else
+            lrn_forward_image<false>(x + o, g, count, a, k, y + o, scale + o);
     }
 }
 
@@ -94,11 +116,10 @@ void lrn_backward(const float* x, const float* y, const float* scale, const floa
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < num; ++n) {
         const long o = n * count;
-        float* ratio = work + o;
-        for (long i = 0; i < count; ++i) ratio[i] = dy[o + i] * y[o + i] / scale[o + i];
-        window_sum(ratio, g, dx + o);  // the window is symmetric, so the adjoint is the same sum
-        for (long i = 0; i < count; ++i)
-            dx[o + i] = dy[o + i] * inverse_power(scale[o + i], g.beta) - coeff * x[o + i] * dx[o + i];
+        if (g.beta == 0.75f)
+            lrn_backward_image<true>(x + o, y + o, scale + o, dy + o, g, count, coeff, dx + o, work + o);
+        else
+            lrn_backward_image<false>(x + o, y + o, scale + o, dy + o, g, count, coeff, dx + o, work + o);
     }
 }
 
