@@ -19,6 +19,18 @@ void pad_image(const float* img, const ConvGeometry& g, int hp, int wp, float* p
         }
 }
 
+// f(i) for i in [0, count) on up to `threads` OpenMP threads (one inside a parallel region).
+template <class F>
+void parallel_for(int count, int threads, F&& f) {
+    const int nt = omp_in_parallel() ? 1 : std::max(1, std::min(threads, count));
+    if (nt == 1) {
+        for (int i = 0; i < count; ++i) f(i);
+        return;
+    }
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int i = 0; i < count; ++i) f(i);
+}
+
 bool unit_stride(const ConvGeometry& g) {
     const long padded = static_cast<long>(g.channels) * (g.height + 2 * g.pad_h) * (g.width + 2 * g.pad_w);
     return g.stride_h == 1 && g.stride_w == 1 && g.dilation_h == 1 && g.dilation_w == 1 && g.out_h() > 0 &&
@@ -68,13 +80,7 @@ void ImplicitConvForward::run(const float* packed_w, const float* img, float* y,
             }
         }
     };
-    const int nt = omp_in_parallel() ? 1 : std::max(1, std::min(threads, tiles));
-    if (nt == 1) {
-        for (int t = 0; t < tiles; ++t) tile(t);
-        return;
-    }
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int t = 0; t < tiles; ++t) tile(t);
+    parallel_for(tiles, threads, tile);
 }
 
 bool ImplicitConvWeights::supports(const MicroKernel& uk, const ConvGeometry& g) {
@@ -114,13 +120,7 @@ void ImplicitConvWeights::accumulate(const float* img, const float* dy, float* a
                              acc + static_cast<long>(r0) * o_round_ + s * NR, o_round_, 1.0f);
             }
     };
-    const int nt = omp_in_parallel() ? 1 : std::max(1, std::min(threads, panels));
-    if (nt == 1) {
-        for (int ir = 0; ir < panels; ++ir) panel(ir);
-        return;
-    }
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int ir = 0; ir < panels; ++ir) panel(ir);
+    parallel_for(panels, threads, panel);
 }
 
 void ImplicitConvWeights::add_to(const float* acc, float* dw) const {

@@ -150,20 +150,26 @@ TEST_CASE("pooling: values at clipped borders") {
     }
 }
 
+// A square pooling window: input h x w, kernel k, stride s, pad p.
+struct SquarePool {
+    int h, w, k, s, p;
+    rudra::kernels::PoolGeometry geometry() const {
+        rudra::kernels::PoolGeometry g;
+        g.height = h;
+        g.width = w;
+        g.kernel_h = g.kernel_w = k;
+        g.stride_h = g.stride_w = s;
+        g.pad_h = g.pad_w = p;
+        return g;
+    }
+};
+
 TEST_CASE("max pooling: values and argmax match a direct scan over clipped windows, ties to the first") {
-    using rudra::kernels::PoolGeometry;
     std::mt19937 rng(21);
     std::uniform_int_distribution<int> level(0, 6);  // few distinct values: many ties
-    struct G {
-        int h, w, k, s, p;
-    };
-    for (G c : {G{32, 32, 3, 2, 0}, G{9, 13, 3, 2, 1}, G{8, 8, 2, 2, 0}, G{7, 11, 3, 1, 1}, G{10, 9, 3, 3, 1}, G{6, 17, 5, 2, 2}}) {
-        PoolGeometry g;
-        g.height = c.h;
-        g.width = c.w;
-        g.kernel_h = g.kernel_w = c.k;
-        g.stride_h = g.stride_w = c.s;
-        g.pad_h = g.pad_w = c.p;
+    for (SquarePool c : {SquarePool{32, 32, 3, 2, 0}, SquarePool{9, 13, 3, 2, 1}, SquarePool{8, 8, 2, 2, 0},
+                         SquarePool{7, 11, 3, 1, 1}, SquarePool{10, 9, 3, 3, 1}, SquarePool{6, 17, 5, 2, 2}}) {
+        const rudra::kernels::PoolGeometry g = c.geometry();
         const int planes = 3, ph = g.pooled_h(), pw = g.pooled_w();
         std::vector<float> x(static_cast<size_t>(planes) * c.h * c.w);
         for (float& v : x) v = static_cast<float>(level(rng));
@@ -194,19 +200,11 @@ TEST_CASE("max pooling: values and argmax match a direct scan over clipped windo
 }
 
 TEST_CASE("average pooling: values match a direct sum over clipped windows (Caffe's divisor)") {
-    using rudra::kernels::PoolGeometry;
     std::mt19937 rng(22);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    struct G {
-        int h, w, k, s, p;
-    };
-    for (G c : {G{16, 16, 3, 2, 0}, G{9, 13, 3, 2, 1}, G{8, 8, 3, 2, 0}, G{7, 11, 3, 1, 1}, G{10, 9, 3, 3, 1}, G{6, 37, 5, 2, 2}}) {
-        PoolGeometry g;
-        g.height = c.h;
-        g.width = c.w;
-        g.kernel_h = g.kernel_w = c.k;
-        g.stride_h = g.stride_w = c.s;
-        g.pad_h = g.pad_w = c.p;
+    for (SquarePool c : {SquarePool{16, 16, 3, 2, 0}, SquarePool{9, 13, 3, 2, 1}, SquarePool{8, 8, 3, 2, 0},
+                         SquarePool{7, 11, 3, 1, 1}, SquarePool{10, 9, 3, 3, 1}, SquarePool{6, 37, 5, 2, 2}}) {
+        const rudra::kernels::PoolGeometry g = c.geometry();
         const int planes = 3, ph = g.pooled_h(), pw = g.pooled_w();
         std::vector<float> x(static_cast<size_t>(planes) * c.h * c.w);
         for (float& v : x) v = u(rng);

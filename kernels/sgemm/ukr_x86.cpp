@@ -78,6 +78,22 @@ __attribute__((target("avx512f"))) void edge_avx512_rows(int cols, int64_t k, co
     }
 }
 
+// C = acc (beta 0) or C + acc (beta 1) for ROWS x 32 accumulators: the indirect and gather
+// tiles' ending.
+template <int ROWS>
+__attribute__((target("avx512f"), always_inline)) inline void store_tile(__m512 (&lo)[ROWS], __m512 (&hi)[ROWS], float* c,
+                                                                         int64_t rs_c, float beta) {
+#pragma GCC unroll 16
+    for (int i = 0; i < ROWS; ++i, c += rs_c) {
+        if (beta != 0.0f) {
+            lo[i] = _mm512_add_ps(lo[i], _mm512_loadu_ps(c));
+            hi[i] = _mm512_add_ps(hi[i], _mm512_loadu_ps(c + 16));
+        }
+        _mm512_storeu_ps(c, lo[i]);
+        _mm512_storeu_ps(c + 16, hi[i]);
+    }
+}
+
 template <int ROWS, int PARTS>
 __attribute__((target("avx512f"))) void indirect_avx512_rows(int64_t k, const float* a, const float* const* bases,
                                                                const int32_t* offsets, float* c, int64_t rs_c,
@@ -104,15 +120,7 @@ __attribute__((target("avx512f"))) void indirect_avx512_rows(int64_t k, const fl
             hi[i] = _mm512_fmadd_ps(ai, b1, hi[i]);
         }
     }
-#pragma GCC unroll 16
-    for (int i = 0; i < ROWS; ++i, c += rs_c) {
-        if (beta != 0.0f) {
-            lo[i] = _mm512_add_ps(lo[i], _mm512_loadu_ps(c));
-            hi[i] = _mm512_add_ps(hi[i], _mm512_loadu_ps(c + 16));
-        }
-        _mm512_storeu_ps(c, lo[i]);
-        _mm512_storeu_ps(c + 16, hi[i]);
-    }
+    store_tile<ROWS>(lo, hi, c, rs_c, beta);
 }
 
 template <int ROWS>
@@ -136,15 +144,7 @@ __attribute__((target("avx512f"))) void gather_a_avx512_rows(int64_t k, const fl
             hi[i] = _mm512_fmadd_ps(ai, b1, hi[i]);
         }
     }
-#pragma GCC unroll 16
-    for (int i = 0; i < ROWS; ++i, c += rs_c) {
-        if (beta != 0.0f) {
-            lo[i] = _mm512_add_ps(lo[i], _mm512_loadu_ps(c));
-            hi[i] = _mm512_add_ps(hi[i], _mm512_loadu_ps(c + 16));
-        }
-        _mm512_storeu_ps(c, lo[i]);
-        _mm512_storeu_ps(c + 16, hi[i]);
-    }
+    store_tile<ROWS>(lo, hi, c, rs_c, beta);
 }
 
 void gather_a_avx512(int rows, int64_t k, const float* const* a_rows, const int32_t* a_offsets, const float* b,
