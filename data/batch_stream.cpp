@@ -18,7 +18,8 @@ int64_t ShuffledOrder::at(uint64_t position) {
     return perm_[position % n_];
 }
 
-Prefetcher::Prefetcher(const Dataset& d, const Transform& t, int batch, uint64_t seed, uint64_t start)
+Prefetcher::Prefetcher(const Dataset& d, const Transform& t, int batch, uint64_t seed, uint64_t start,
+                       std::function<void()> on_start)
     : d_(d),
       t_(t),
       batch_(batch),
@@ -31,7 +32,10 @@ Prefetcher::Prefetcher(const Dataset& d, const Transform& t, int batch, uint64_t
         s.data.resize(static_cast<size_t>(batch) * sample_floats_);
         s.labels.resize(batch);
     }
-    worker_ = std::thread([this] { run(); });
+    worker_ = std::thread([this, on_start = std::move(on_start)] {
+        if (on_start) on_start();
+        run();
+    });
 }
 
 Prefetcher::~Prefetcher() {

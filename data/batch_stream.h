@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -36,7 +37,9 @@ struct Batch {
 
 class Prefetcher {
 public:
-    Prefetcher(const Dataset& d, const Transform& t, int batch, uint64_t seed, uint64_t start_position);
+    // on_start, when given, runs first on the I/O thread (the caller sets its CPU affinity there).
+    Prefetcher(const Dataset& d, const Transform& t, int batch, uint64_t seed, uint64_t start_position,
+               std::function<void()> on_start = {});
     ~Prefetcher();
     Prefetcher(const Prefetcher&) = delete;
     Prefetcher& operator=(const Prefetcher&) = delete;

@@ -46,6 +46,10 @@ std::vector<RankPlan> plan_placement(const CpuTopology& topo, int ranks, int thr
 // the process's future allocations (first touch, on the rank's domains) to the plan. Returns a
 // line saying what was done, or why nothing was (no hwloc, or a refused binding).
 std::string apply_placement(const RankPlan& plan);
+// Binds the calling thread to all of the plan's PUs: for helper threads (the data prefetcher),
+// which would otherwise inherit the single PU of the thread that started them. Returns "" or
+// why it did not.
+std::string bind_helper_thread(const RankPlan& plan);
 
 std::string describe_topology(const CpuTopology& topo);
 std::string describe_plan(const RankPlan& plan);

@@ -97,6 +97,15 @@ std::string apply_placement(const RankPlan& plan) {
     return msg.str();
 }
 
+std::string bind_helper_thread(const RankPlan& plan) {
+    Hwloc h("");
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    for (const auto& th : plan.threads) hwloc_bitmap_set(set, static_cast<unsigned>(th.pu_os_index));
+    const bool ok = hwloc_set_cpubind(h.get(), set, HWLOC_CPUBIND_THREAD) == 0;
+    hwloc_bitmap_free(set);
+    return ok ? "" : "the helper thread's binding was refused";
+}
+
 #else
 
 CpuTopology read_topology(const std::string& synthetic) {
@@ -110,6 +119,7 @@ CpuTopology read_topology(const std::string& synthetic) {
 }
 
 std::string apply_placement(const RankPlan&) { return "threads not bound: this build has no hwloc"; }
+std::string bind_helper_thread(const RankPlan&) { return "this build has no hwloc"; }
 
 #endif
 

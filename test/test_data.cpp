@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <iterator>
 #include <set>
+#include <thread>
 
 #include "data/batch_stream.h"
 #include "data/dataset.h"
@@ -183,4 +185,25 @@ TEST_CASE("prefetcher: batches follow the stream and resume at a position") {
     Prefetcher resumed(d, t, 4, 5, 12);
     const Batch& b3 = resumed.next();
     for (int i = 0; i < 4; ++i) CHECK(b3.labels[i] == seen[12 + i]);
+}
+
+TEST_CASE("prefetcher: the start hook runs once, on the I/O thread (where binding sets its CPUs)") {
+    Dataset d;
+    d.channels = d.height = d.width = 1;
+    for (int i = 0; i < 8; ++i) {
+        d.pixels.push_back(static_cast<uint8_t>(i));
+        d.labels.push_back(static_cast<uint8_t>(i % 3));
+    }
+    std::atomic<int> calls{0};
+    std::thread::id hook_thread;
+    {
+        Prefetcher pf(d, Transform{}, 2, 1, 0, [&] {
+            hook_thread = std::this_thread::get_id();
+            calls.fetch_add(1);
+        });
+        for (int b = 0; b < 5; ++b) pf.next();  // the hook ran before the first batch was filled
+        CHECK(calls.load() == 1);
+    }
+    CHECK(hook_thread != std::thread::id());
+    CHECK(hook_thread != std::this_thread::get_id());
 }

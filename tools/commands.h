@@ -2,6 +2,7 @@
 // exceptions whose message names the file and the problem, and main() prints them.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -52,8 +53,12 @@ int run_info(const InfoOptions& o);
 
 // --bind: "on" pins this rank's OpenMP threads and memory to its share of the node (plan of
 // `ranks_on_node` ranks); "auto" does so only when the node is not oversubscribed (ranks x threads
-// <= PUs); "off" leaves placement to the OS. Returns a line for the log ("" when off).
-std::string bind_threads(const std::string& mode, int ranks_on_node, int rank_on_node, int threads);
+// <= PUs); "off" leaves placement to the OS.
+struct Binding {
+    std::string message;                 // a line for the log ("" when off)
+    std::function<void()> helper_thread;  // run first on a helper thread: binds it to the rank's PUs
+};
+Binding bind_threads(const std::string& mode, int ranks_on_node, int rank_on_node, int threads);
 
 struct BenchOptions {
     std::vector<std::string> problems;     // descriptor strings

@@ -163,14 +163,16 @@ void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, int lam
         [&](const std::string& line) { log.write_line(line); });
 }
 
-void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, const data::TrainTest& sets) {
+void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, const data::TrainTest& sets,
+                      const Binding& binding) {
     const int rank = t.rank();
     nn::Net net(s.net, net_options(sets.train, nn::Phase::Train, o.batch, s.seed + rank, o.kernels));
     std::vector<std::string> notes;
     std::vector<float> mean;
     const data::Transform tf = make_transform(s.train_layer().transform, sets.train, mean, notes);
     // Each learner samples its own seeded stream over the whole training set.
-    data::Prefetcher prefetch(sets.train, tf, net.batch(), s.seed * 7919 + static_cast<uint64_t>(rank), 0);
+    data::Prefetcher prefetch(sets.train, tf, net.batch(), s.seed * 7919 + static_cast<uint64_t>(rank), 0,
+                              binding.helper_thread);
     nn::ParamStore& params = net.params();
     nn::Blob& x = net.input_data();
     nn::Blob& y = *net.input_label();
@@ -215,9 +217,9 @@ int run_dist(const DistOptions& o, int* argc, char*** argv) {
         dist::make_protocol(o.protocol, lambda, o.n);  // validates protocol and n on every rank
         if (!o.lr_modulation.empty()) dist::parse_lr_modulation(o.lr_modulation);
         omp_set_num_threads(o.threads);
-        const std::string placed = bind_threads(o.bind, dist::MpiSession::ranks_on_this_node(),
-                                                dist::MpiSession::rank_on_this_node(), o.threads);
-        if (!placed.empty() && rank == kPsRank) std::printf("rank 0 %s\n", placed.c_str());
+        const Binding binding = bind_threads(o.bind, dist::MpiSession::ranks_on_this_node(),
+                                             dist::MpiSession::rank_on_this_node(), o.threads);
+        if (!binding.message.empty() && rank == kPsRank) std::printf("rank 0 %s\n", binding.message.c_str());
         Setup s = read_setup(o);
         data::TrainTest sets = load_data(o.data);
         const int64_t done_epochs = s.start_samples / std::max<int64_t>(1, static_cast<int64_t>(sets.train.size()));
@@ -231,7 +233,7 @@ int run_dist(const DistOptions& o, int* argc, char*** argv) {
             fs::create_directories(o.output);
             run_stats(o, s, transport, lambda, sets);
         } else {
-            run_learner_role(o, s, transport, sets);
+            run_learner_role(o, s, transport, sets, binding);
         }
     } catch (const std::exception& e) {
         // The same bad input fails on every rank: rank 0 reports it and ends them all; a rank

@@ -40,16 +40,18 @@ int run_info(const InfoOptions& o) {
     return 0;
 }
 
-std::string bind_threads(const std::string& mode, int ranks_on_node, int rank_on_node, int threads) {
-    if (mode == "off") return "";
+Binding bind_threads(const std::string& mode, int ranks_on_node, int rank_on_node, int threads) {
+    if (mode == "off") return {};
     if (mode != "on" && mode != "auto") throw std::runtime_error("--bind must be on, auto or off, not '" + mode + "'");
     const kernels::CpuTopology topo = kernels::read_topology();
     if (mode == "auto" && static_cast<size_t>(ranks_on_node) * threads > topo.pus.size())
-        return "threads not bound: " + std::to_string(ranks_on_node) + " rank(s) x " + std::to_string(threads) +
-               " thread(s) oversubscribe " + std::to_string(topo.pus.size()) + " PUs (--bind on forces it)";
+        return {"threads not bound: " + std::to_string(ranks_on_node) + " rank(s) x " + std::to_string(threads) +
+                    " thread(s) oversubscribe " + std::to_string(topo.pus.size()) + " PUs (--bind on forces it)",
+                {}};
     const auto plans = kernels::plan_placement(topo, ranks_on_node, threads);
-    const kernels::RankPlan& plan = plans.at(static_cast<size_t>(rank_on_node));
-    return kernels::describe_plan(plan) + ": " + kernels::apply_placement(plan);
+    const kernels::RankPlan plan = plans.at(static_cast<size_t>(rank_on_node));
+    return {kernels::describe_plan(plan) + ": " + kernels::apply_placement(plan),
+            [plan] { kernels::bind_helper_thread(plan); }};
 }
 
 }  // namespace rudra::tools

@@ -45,7 +45,8 @@ void print_notes(const std::vector<std::string>& notes) {
 
 int run_train(const TrainOptions& o) {
     // First, so that every buffer is first touched by pinned threads on their NUMA domain.
-    const std::string placed = bind_threads(o.bind, 1, 0, omp_get_max_threads());
+    const Binding binding = bind_threads(o.bind, 1, 0, omp_get_max_threads());
+    const std::string& placed = binding.message;
     nn::SolverSpec solver_spec = nn::load_solver_spec(o.solver);
     nn::NetSpec net_spec = nn::load_net_spec(solver_spec.net);
     const nn::LayerSpec* data_layer = net_spec.data_layer(nn::Phase::Train);
@@ -147,7 +148,7 @@ int run_train(const TrainOptions& o) {
     };
 
     ProgressBar bar(isatty(STDERR_FILENO) != 0);
-    data::Prefetcher prefetch(sets.train, train_tf, batch, data_seed, position);
+    data::Prefetcher prefetch(sets.train, train_tf, batch, data_seed, position, binding.helper_thread);
     nn::Blob& x = train_net.input_data();
     nn::Blob& y = *train_net.input_label();
 
