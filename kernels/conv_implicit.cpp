@@ -1,10 +1,10 @@
 #include "kernels/conv_implicit.h"
 
-#include "kernels/transpose.h"
-
 #include <omp.h>
 
 #include <algorithm>
+
+#include "kernels/transpose.h"
 
 namespace rudra::kernels {
 namespace {
@@ -30,6 +30,8 @@ void parallel_for(int count, int threads, F&& f) {
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int i = 0; i < count; ++i) f(i);
 }
+
+constexpr int kMaxGatherRows = 16;  // rows of A one gather tile reads (the micro-kernel's mr)
 
 bool unit_stride(const ConvGeometry& g) {
     const long padded = static_cast<long>(g.channels) * (g.height + 2 * g.pad_h) * (g.width + 2 * g.pad_w);
@@ -84,7 +86,7 @@ void ImplicitConvForward::run(const float* packed_w, const float* img, float* y,
 }
 
 bool ImplicitConvWeights::supports(const MicroKernel& uk, const ConvGeometry& g) {
-    return uk.gather_a && uk.nr == 32 && unit_stride(g);
+    return uk.gather_a && uk.nr == 32 && uk.mr <= kMaxGatherRows && unit_stride(g);
 }
 
 ImplicitConvWeights::ImplicitConvWeights(const MicroKernel& uk, const ConvGeometry& g, int out_channels)
@@ -111,7 +113,7 @@ void ImplicitConvWeights::accumulate(const float* img, const float* dy, float* a
     const int panels = (K + MR - 1) / MR;
     auto panel = [&](int ir) {
         const int r0 = ir * MR, rows = std::min(MR, K - r0);
-        const float* a_rows[16];
+        const float* a_rows[kMaxGatherRows];
         for (int i = 0; i < rows; ++i) a_rows[i] = padded + tap_offsets_[static_cast<size_t>(r0 + i)];
         for (int s = 0; s * NR < m_; ++s)
             for (int pc = 0; pc < P; pc += uk_.kc) {
