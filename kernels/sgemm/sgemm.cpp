@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "kernels/aligned_buffer.h"
+#include "kernels/transpose.h"
 
 namespace rudra::kernels {
 namespace {
@@ -85,21 +86,11 @@ void pack_b(const Problem& P, int nr, int j0, int nc, int p0, int kc, int q0, in
                 for (int j = cols; j < nr; ++j) dp[j] = 0.0f;
             }
         } else {
-            // op(B) = B^T: every packed row gathers one value from each of nr source rows. In
-            // chunks of 64 p's the written block (64 x nr) stays in L1 while each source row is
-            // read 64 contiguous values at a time.
-            constexpr int kChunk = 64;
-            for (int pc = 0; pc < kc; pc += kChunk) {
-                const int pe = std::min(kc, pc + kChunk);
-                for (int j = 0; j < nr; ++j) {
-                    if (j < cols) {
-                        const float* s = P.b + static_cast<int64_t>(col0 + j) * P.ldb + p0;
-                        for (int p = pc; p < pe; ++p) d[p * nr + j] = s[p];
-                    } else {
-                        for (int p = pc; p < pe; ++p) d[p * nr + j] = 0.0f;
-                    }
-                }
-            }
+            // op(B) = B^T: the sliver is the transpose of `cols` rows of B (16 x 16 register
+            // tiles where the CPU has them); lanes past the last column are zero.
+            transpose(P.b + static_cast<int64_t>(col0) * P.ldb + p0, cols, kc, P.ldb, d, nr);
+            if (cols < nr)
+                for (int p = 0; p < kc; ++p) std::fill(d + p * nr + cols, d + (p + 1) * nr, 0.0f);
         }
     }
 }
