@@ -32,6 +32,7 @@ void parallel_for(int count, int threads, F&& f) {
 }
 
 constexpr int kMaxGatherRows = 16;  // rows of A one gather tile reads (the micro-kernel's mr)
+constexpr int kMaxParts = 8;        // pieces of a B row in an indirect tile (nr / 8 for nr up to 64)
 
 bool unit_stride(const ConvGeometry& g) {
     const long padded = static_cast<long>(g.channels) * (g.height + 2 * g.pad_h) * (g.width + 2 * g.pad_w);
@@ -39,12 +40,17 @@ bool unit_stride(const ConvGeometry& g) {
            g.out_w() > 0 && padded < (1L << 31);
 }
 
+// The widest piece, nr/2 or nr/4 floats and at least 8, that output rows divide into; 0: none.
+int piece_width(int nr, int ow) {
+    for (int pw : {nr / 2, nr / 4})
+        if (pw >= 8 && ow % pw == 0) return pw;
+    return 0;
+}
+
 }  // namespace
 
 bool ImplicitConvForward::supports(const MicroKernel& uk, const ConvGeometry& g) {
-    if (!uk.indirect || uk.nr != 32 || !unit_stride(g)) return false;
-    const int oh = g.out_h(), ow = g.out_w();
-    return ow % 32 == 0 || (ow == 16 && oh % 2 == 0) || (ow == 8 && oh % 4 == 0);
+    return uk.indirect && unit_stride(g) && piece_width(uk.nr, g.out_w()) > 0 && g.col_cols() % uk.nr == 0;
 }
 
 ImplicitConvForward::ImplicitConvForward(const MicroKernel& uk, const ConvGeometry& g, int out_channels)
@@ -58,18 +64,17 @@ ImplicitConvForward::ImplicitConvForward(const MicroKernel& uk, const ConvGeomet
 
 void ImplicitConvForward::run(const float* packed_w, const float* img, float* y, float* padded, int threads) const {
     pad_image(img, g_, hp_, wp_, padded, padded_floats_);
-    const int ow = g_.out_w(), P = g_.col_cols(), K = g_.col_rows(), MR = uk_.mr;
-    const int tiles = P / 32, panels = (m_ + MR - 1) / MR;
+    const int ow = g_.out_w(), P = g_.col_cols(), K = g_.col_rows(), MR = uk_.mr, NR = uk_.nr;
+    const int tiles = P / NR, panels = (m_ + MR - 1) / MR;
+    const int pw = piece_width(NR, ow), parts = NR / pw;
     const int64_t m_round = static_cast<int64_t>(panels) * MR;
     auto tile = [&](int t) {
-        const int p0 = t * 32, oy = p0 / ow, ox = p0 % ow;
-        // The tile's pieces: two halves of one row, two rows of 16 or four rows of 8.
-        const float* row = padded + static_cast<long>(oy) * wp_ + ox;
-        const int parts = ow == 8 ? 4 : 2;
-        const float* bases[4] = {row, ow % 32 == 0 ? row + 16 : row + wp_, row, row};
-        if (parts == 4) {
-            bases[2] = row + 2 * wp_;
-            bases[3] = row + 3 * wp_;
+        // The tile's NR output pixels in pieces of pw, each within one output row.
+        const int p0 = t * NR;
+        const float* bases[kMaxParts];
+        for (int q = 0; q < parts; ++q) {
+            const int pixel = p0 + q * pw;
+            bases[q] = padded + static_cast<long>(pixel / ow) * wp_ + pixel % ow;
         }
         for (int ir = 0; ir < panels; ++ir) {
             const int rows = std::min(MR, m_ - ir * MR);
@@ -86,11 +91,11 @@ void ImplicitConvForward::run(const float* packed_w, const float* img, float* y,
 }
 
 bool ImplicitConvWeights::supports(const MicroKernel& uk, const ConvGeometry& g) {
-    return uk.gather_a && uk.nr == 32 && uk.mr <= kMaxGatherRows && unit_stride(g);
+    return uk.gather_a && uk.mr <= kMaxGatherRows && unit_stride(g);
 }
 
 ImplicitConvWeights::ImplicitConvWeights(const MicroKernel& uk, const ConvGeometry& g, int out_channels)
-    : uk_(uk), g_(g), m_(out_channels), o_round_((out_channels + 31) / 32 * 32), hp_(g.height + 2 * g.pad_h),
+    : uk_(uk), g_(g), m_(out_channels), o_round_((out_channels + uk.nr - 1) / uk.nr * uk.nr), hp_(g.height + 2 * g.pad_h),
       wp_(g.width + 2 * g.pad_w), padded_floats_((static_cast<size_t>(g.channels) * hp_ * wp_ + 15) / 16 * 16),
       slivers_floats_(static_cast<size_t>(g.col_cols()) * o_round_) {
     for (int c = 0; c < g.channels; ++c)
@@ -105,8 +110,8 @@ void ImplicitConvWeights::accumulate(const float* img, const float* dy, float* a
     float* padded = scratch;
     float* slivers = scratch + padded_floats_;
     pad_image(img, g_, hp_, wp_, padded, padded_floats_);
-    // dy^T as slivers of 32 channels: sliver s holds, for each pixel, channels 32s .. 32s + 31.
-    const int P = g_.col_cols(), K = g_.col_rows(), MR = uk_.mr, NR = 32;
+    // dy^T as slivers of NR channels: sliver s holds, for each pixel, channels NR s .. NR s + NR - 1.
+    const int P = g_.col_cols(), K = g_.col_rows(), MR = uk_.mr, NR = uk_.nr;
     if (o_round_ != m_) std::fill(slivers, slivers + slivers_floats_, 0.0f);
     for (int s = 0; s * NR < m_; ++s)
         transpose(dy + static_cast<long>(s) * NR * P, std::min(NR, m_ - s * NR), P, P, slivers + static_cast<long>(s) * P * NR, NR);

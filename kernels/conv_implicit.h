@@ -1,8 +1,9 @@
 // Forward convolution without im2col ("implicit GEMM") for stride-1, undilated layers: each
 // image is copied once into a zero-padded buffer and the micro-kernel reads every B row
-// (channel, tap) straight from it through a table of offsets. A register tile covers 32
-// consecutive output pixels: part of an output row that is a multiple of 32 wide, two rows 16
-// wide or four rows 8 wide. Saves writing and reading the column matrix, which is as large as the work itself.
+// (channel, tap) straight from it through a table of offsets. A register tile covers nr
+// consecutive output pixels in pieces of nr/2 or nr/4 (at least 8) that each lie in one output
+// row: on AVX-512 (nr 32) half of a row 32k wide, two rows of 16 or four of 8; on AVX2 (nr 16)
+// pieces of 8. Saves writing and reading the column matrix, as large as the work itself.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -15,7 +16,7 @@ namespace rudra::kernels {
 
 class ImplicitConvForward {
 public:
-    // Whether `kernel` has an indirect tile and the geometry tiles by 32 pixels as above.
+    // Whether `kernel` has an indirect tile and the geometry tiles into pieces as above.
     static bool supports(const MicroKernel& kernel, const ConvGeometry& g);
 
     ImplicitConvForward(const MicroKernel& kernel, const ConvGeometry& g, int out_channels);
@@ -34,14 +35,14 @@ private:
 
 // Backward-weights the same way, as dW^T = im2col(x) dy^T: the micro-kernel gathers A from the
 // padded image (rows: kernel taps, columns: output pixels) and reads dy^T as packed slivers of
-// 32 output channels, which one register transpose per image writes. No im2col is built.
+// nr output channels, which one transpose per image writes. No im2col is built.
 class ImplicitConvWeights {
 public:
     static bool supports(const MicroKernel& kernel, const ConvGeometry& g);
 
     ImplicitConvWeights(const MicroKernel& kernel, const ConvGeometry& g, int out_channels);
     size_t scratch_floats() const { return padded_floats_ + slivers_floats_; }
-    // The accumulator holds dW^T: col_rows() x out_channels rounded up to 32 (acc_ld()).
+    // The accumulator holds dW^T: col_rows() x out_channels rounded up to nr (acc_ld()).
     int acc_ld() const { return o_round_; }
     size_t acc_floats() const { return static_cast<size_t>(g_.col_rows()) * o_round_; }
     // acc += im2col(img) dy^T for one image (dy: out_channels x col_cols()).

@@ -21,8 +21,9 @@ using MicroKernelEdgeFn = void (*)(int rows, int cols, int64_t k, const float* a
                                    float* c, int64_t rs_c, float alpha, float beta);
 
 // A tile whose B rows are read in place at offsets: row p's nr lanes come in `parts` equal
-// pieces (2 or 4), piece q from bases[q] + offsets[p] (alpha 1; beta 0 or 1). The implicit-GEMM
-// convolution reads rows of a padded image this way instead of building im2col.
+// pieces of at least 8 floats (parts = 2 or nr / 8), piece q from bases[q] + offsets[p] (alpha
+// 1; beta 0 or 1). The implicit-GEMM convolution reads rows of a padded image this way instead
+// of building im2col.
 using MicroKernelIndirectFn = void (*)(int rows, int parts, int64_t k, const float* a, const float* const* bases,
                                        const int32_t* offsets, float* c, int64_t rs_c, float beta);
 

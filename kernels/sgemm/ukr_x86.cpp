@@ -221,11 +221,99 @@ __attribute__((target("avx2,fma"))) void run_avx2(int64_t k, const float* a, con
     }
 }
 
+// The AVX2 kernel's indirect and gather tiles (see the AVX-512 ones): ROWS x 16, B rows in two
+// pieces of 8 or packed, C = acc or C + acc.
+template <int ROWS>
+__attribute__((target("avx2,fma"), always_inline)) inline void store_tile_avx2(__m256 (&lo)[ROWS], __m256 (&hi)[ROWS],
+                                                                                float* c, int64_t rs_c, float beta) {
+#pragma GCC unroll 8
+    for (int i = 0; i < ROWS; ++i, c += rs_c) {
+        if (beta != 0.0f) {
+            lo[i] = _mm256_add_ps(lo[i], _mm256_loadu_ps(c));
+            hi[i] = _mm256_add_ps(hi[i], _mm256_loadu_ps(c + 8));
+        }
+        _mm256_storeu_ps(c, lo[i]);
+        _mm256_storeu_ps(c + 8, hi[i]);
+    }
+}
+
+template <int ROWS>
+__attribute__((target("avx2,fma"))) void indirect_avx2_rows(int64_t k, const float* a, const float* const* bases,
+                                                              const int32_t* offsets, float* c, int64_t rs_c,
+                                                              float beta) {
+    __m256 lo[ROWS], hi[ROWS];
+#pragma GCC unroll 8
+    for (int i = 0; i < ROWS; ++i) lo[i] = hi[i] = _mm256_setzero_ps();
+    const float *q0 = bases[0], *q1 = bases[1];
+    for (int64_t p = 0; p < k; ++p, a += kMR256) {
+        const int32_t o = offsets[p];
+        const __m256 b0 = _mm256_loadu_ps(q0 + o), b1 = _mm256_loadu_ps(q1 + o);
+#pragma GCC unroll 8
+        for (int i = 0; i < ROWS; ++i) {
+            const __m256 ai = _mm256_broadcast_ss(a + i);
+            lo[i] = _mm256_fmadd_ps(ai, b0, lo[i]);
+            hi[i] = _mm256_fmadd_ps(ai, b1, hi[i]);
+        }
+    }
+    store_tile_avx2<ROWS>(lo, hi, c, rs_c, beta);
+}
+
+template <int ROWS>
+__attribute__((target("avx2,fma"))) void gather_a_avx2_rows(int64_t k, const float* const* a_rows,
+                                                              const int32_t* a_offsets, const float* b, float* c,
+                                                              int64_t rs_c, float beta) {
+    __m256 lo[ROWS], hi[ROWS];
+    const float* rows[ROWS];
+#pragma GCC unroll 8
+    for (int i = 0; i < ROWS; ++i) {
+        lo[i] = hi[i] = _mm256_setzero_ps();
+        rows[i] = a_rows[i];
+    }
+    for (int64_t p = 0; p < k; ++p, b += kNR256) {
+        const int32_t o = a_offsets[p];
+        const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+#pragma GCC unroll 8
+        for (int i = 0; i < ROWS; ++i) {
+            const __m256 ai = _mm256_broadcast_ss(rows[i] + o);
+            lo[i] = _mm256_fmadd_ps(ai, b0, lo[i]);
+            hi[i] = _mm256_fmadd_ps(ai, b1, hi[i]);
+        }
+    }
+    store_tile_avx2<ROWS>(lo, hi, c, rs_c, beta);
+}
+
+void indirect_avx2(int rows, int parts, int64_t k, const float* a, const float* const* bases, const int32_t* offsets,
+                   float* c, int64_t rs_c, float beta) {
+    using Fn = void (*)(int64_t, const float*, const float* const*, const int32_t*, float*, int64_t, float);
+    static constexpr Fn kByRows[kMR256 + 1] = {nullptr,
+                                              indirect_avx2_rows<1>,
+                                              indirect_avx2_rows<2>,
+                                              indirect_avx2_rows<3>,
+                                              indirect_avx2_rows<4>,
+                                              indirect_avx2_rows<5>,
+                                              indirect_avx2_rows<6>};
+    (void)parts;  // always 2: pieces of 8 floats
+    kByRows[rows](k, a, bases, offsets, c, rs_c, beta);
+}
+
+void gather_a_avx2(int rows, int64_t k, const float* const* a_rows, const int32_t* a_offsets, const float* b, float* c,
+                   int64_t rs_c, float beta) {
+    using Fn = void (*)(int64_t, const float* const*, const int32_t*, const float*, float*, int64_t, float);
+    static constexpr Fn kByRows[kMR256 + 1] = {nullptr,
+                                              gather_a_avx2_rows<1>,
+                                              gather_a_avx2_rows<2>,
+                                              gather_a_avx2_rows<3>,
+                                              gather_a_avx2_rows<4>,
+                                              gather_a_avx2_rows<5>,
+                                              gather_a_avx2_rows<6>};
+    kByRows[rows](k, a_rows, a_offsets, b, c, rs_c, beta);
+}
+
 // Block sizes: the kc x nr B sliver stays in L1 or L2, the mc x kc A block in L2, the kc x nc
 // B panel in L3. AVX-512's were tuned with RUDRA_SGEMM_BLOCKS on a Sapphire Rapids core
 // (kc 384 beat 128, 192 and 256 on 2048^3).
 constexpr MicroKernel kAvx512{"avx512", "AVX-512F", kMR512, kNR512, 240, 384, 4096, run_avx512, edge_avx512, indirect_avx512, gather_a_avx512};
-constexpr MicroKernel kAvx2{"avx2", "AVX2 and FMA", kMR256, kNR256, 144, 256, 4096, run_avx2, nullptr, nullptr, nullptr};
+constexpr MicroKernel kAvx2{"avx2", "AVX2 and FMA", kMR256, kNR256, 144, 256, 4096, run_avx2, nullptr, indirect_avx2, gather_a_avx2};
 
 }  // namespace
 
