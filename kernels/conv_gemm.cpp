@@ -30,7 +30,8 @@ public:
           implicit_bwd_(implicit_backward_data(p, own_packed_)),
           implicit_w_(implicit_backward_weights(p, own_packed_)),
           col_floats_(implicit_ && implicit_bwd_ && implicit_w_ ? 0 : column_floats(g_, own_packed_, nr_)),
-          grad_floats_(round16(std::max(static_cast<size_t>(p.out_channels) * k_g(), implicit_w_ ? implicit_w_->acc_floats() : 0) +
+          grad_floats_(round16(std::max(static_cast<size_t>(p.out_channels) * k_g(),
+                                        implicit_w_ ? implicit_w_->acc_floats() : 0) +
                                p.out_channels)),
           work_floats_(round16(std::max(im2col_scratch_floats(g_, own_packed_ ? nr_ : 0),
                                         std::max({implicit_ ? implicit_->scratch_floats() : 0,
@@ -200,7 +201,8 @@ private:
         gb.pad_h = g.kernel_h - 1 - g.pad_h;
         gb.pad_w = g.kernel_w - 1 - g.pad_w;
         const MicroKernel& uk = selected_micro_kernel().kernel;
-        if (gb.out_h() != g.height || gb.out_w() != g.width || !ImplicitConvForward::supports(uk, gb)) return std::nullopt;
+        if (gb.out_h() != g.height || gb.out_w() != g.width || !ImplicitConvForward::supports(uk, gb))
+            return std::nullopt;
         return std::optional<ImplicitConvForward>(std::in_place, uk, gb, g.channels);
     }
     static size_t round16(size_t n) { return (n + 15) / 16 * 16; }  // keeps 64-byte alignment
@@ -237,7 +239,9 @@ private:
     std::optional<ImplicitConvWeights> implicit_w_;    // backward-weights without im2col, likewise
     size_t col_floats_, grad_floats_, work_floats_;  // per thread: im2col, dW accumulator, im2col's scratch
     AlignedBuffer scratch_;
-    AlignedBuffer packed_w_, packed_wt_, rotated_w_, packed_rotated_w_;  // the weights packed as A of forward and of backward-data
+    // The weights packed as A of forward and of backward-data (transposed, or rotated for the
+    // implicit backward-data).
+    AlignedBuffer packed_w_, packed_wt_, rotated_w_, packed_rotated_w_;
 };
 
 class ReferenceConv final : public ConvKernel {

@@ -95,7 +95,8 @@ bool ImplicitConvWeights::supports(const MicroKernel& uk, const ConvGeometry& g)
 }
 
 ImplicitConvWeights::ImplicitConvWeights(const MicroKernel& uk, const ConvGeometry& g, int out_channels)
-    : uk_(uk), g_(g), m_(out_channels), o_round_((out_channels + uk.nr - 1) / uk.nr * uk.nr), hp_(g.height + 2 * g.pad_h),
+    : uk_(uk), g_(g), m_(out_channels), o_round_((out_channels + uk.nr - 1) / uk.nr * uk.nr),
+      hp_(g.height + 2 * g.pad_h),
       wp_(g.width + 2 * g.pad_w), padded_floats_((static_cast<size_t>(g.channels) * hp_ * wp_ + 15) / 16 * 16),
       slivers_floats_(static_cast<size_t>(g.col_cols()) * o_round_) {
     for (int c = 0; c < g.channels; ++c)
@@ -114,7 +115,8 @@ void ImplicitConvWeights::accumulate(const float* img, const float* dy, float* a
     const int P = g_.col_cols(), K = g_.col_rows(), MR = uk_.mr, NR = uk_.nr;
     if (o_round_ != m_) std::fill(slivers, slivers + slivers_floats_, 0.0f);
     for (int s = 0; s * NR < m_; ++s)
-        transpose(dy + static_cast<long>(s) * NR * P, std::min(NR, m_ - s * NR), P, P, slivers + static_cast<long>(s) * P * NR, NR);
+        transpose(dy + static_cast<long>(s) * NR * P, std::min(NR, m_ - s * NR), P, P,
+                  slivers + static_cast<long>(s) * P * NR, NR);
     const int panels = (K + MR - 1) / MR;
     auto panel = [&](int ir) {
         const int r0 = ir * MR, rows = std::min(MR, K - r0);
@@ -123,7 +125,8 @@ void ImplicitConvWeights::accumulate(const float* img, const float* dy, float* a
         for (int s = 0; s * NR < m_; ++s)
             for (int pc = 0; pc < P; pc += uk_.kc) {
                 const int kc = std::min(uk_.kc, P - pc);
-                uk_.gather_a(rows, kc, a_rows, pixel_offsets_.data() + pc, slivers + (static_cast<long>(s) * P + pc) * NR,
+                uk_.gather_a(rows, kc, a_rows, pixel_offsets_.data() + pc,
+                             slivers + (static_cast<long>(s) * P + pc) * NR,
                              acc + static_cast<long>(r0) * o_round_ + s * NR, o_round_, 1.0f);
             }
     };

@@ -120,7 +120,8 @@ void col2im(const float* col, const ConvGeometry& g, float* img, float* scratch)
                         for (int x = 0; x < ow; ++x) dst[x] += col[x];
                     }
         const float* wide = scratch + g.pad_w;
-        for (int r = 0; r < g.channels * g.height; ++r, wide += wp, img += g.width) std::copy(wide, wide + g.width, img);
+        for (int r = 0; r < g.channels * g.height; ++r, wide += wp, img += g.width)
+            std::copy(wide, wide + g.width, img);
         return;
     }
     std::memset(img, 0, sizeof(float) * g.channels * g.height * g.width);
