@@ -126,10 +126,12 @@ constexpr MicroKernel kVsx{"vsx", "POWER VSX", kMR, kNR, 256, 256, 4096, run_vsx
 // The MMA kernel's function, or null when the compiler could not target POWER10
 // (ukr_power_mma.cpp). A data object: reading it runs no POWER10 instruction.
 extern const MicroKernelFn kMmaRun;
+extern const MicroKernelIndirectFn kMmaIndirect;
 
 const MicroKernel* vsx_micro_kernel() { return &kVsx; }
 const MicroKernel* mma_micro_kernel() {
-    static const MicroKernel mma{"mma", "POWER10 MMA", kMR, kNR, 256, 256, 4096, kMmaRun, nullptr, nullptr, nullptr};
+    // Backward-weights keeps im2col + GEMM on MMA (no gather tile yet).
+    static const MicroKernel mma{"mma", "POWER10 MMA", kMR, kNR, 256, 256, 4096, kMmaRun, nullptr, kMmaIndirect, nullptr};
     return kMmaRun ? &mma : nullptr;
 }
 

@@ -9,6 +9,7 @@
 namespace rudra::kernels {
 // Read (as data, which any POWER can do) by mma_micro_kernel() in ukr_power.cpp.
 extern const MicroKernelFn kMmaRun;
+extern const MicroKernelIndirectFn kMmaIndirect;
 }  // namespace rudra::kernels
 #endif
 
@@ -50,8 +51,42 @@ void run_mma_power10(int64_t k, const float* a, const float* b, int64_t rs_b, fl
         }
 }
 
+// The implicit convolution's indirect tile (micro_kernel.h): B rows in two pieces of 8 floats
+// read at offsets; the whole 8-row tile is computed (the packed A panel is zero past the last
+// row) and `rows` rows are stored, C = acc or C + acc.
+void indirect_mma_power10(int rows, int parts, int64_t k, const float* a, const float* const* bases,
+                          const int32_t* offsets, float* c, int64_t rs_c, float beta) {
+    (void)parts;  // always 2
+    __vector_quad acc[2][4];
+    for (int r = 0; r < 2; ++r)
+        for (int q = 0; q < 4; ++q) __builtin_mma_xxsetaccz(&acc[r][q]);
+    const float *q0 = bases[0], *q1 = bases[1];
+    for (int64_t p = 0; p < k; ++p, a += kMR) {
+        const int32_t o = offsets[p];
+        const __vector unsigned char a0 = (__vector unsigned char)vec_xl(0, a);
+        const __vector unsigned char a1 = (__vector unsigned char)vec_xl(16, a);
+        const __vector unsigned char bq[4] = {(__vector unsigned char)vec_xl(0, q0 + o),
+                                              (__vector unsigned char)vec_xl(16, q0 + o),
+                                              (__vector unsigned char)vec_xl(0, q1 + o),
+                                              (__vector unsigned char)vec_xl(16, q1 + o)};
+        for (int q = 0; q < 4; ++q) {
+            __builtin_mma_xvf32gerpp(&acc[0][q], a0, bq[q]);
+            __builtin_mma_xvf32gerpp(&acc[1][q], a1, bq[q]);
+        }
+    }
+    for (int r = 0; r < 2; ++r)
+        for (int q = 0; q < 4; ++q) {
+            __vector float tile[4];
+            __builtin_mma_disassemble_acc(tile, &acc[r][q]);
+            for (int i = 0; i < 4 && 4 * r + i < rows; ++i) {
+                float* ci = c + (4 * r + i) * rs_c + 4 * q;
+                vec_xst(beta != 0.0f ? vec_add(tile[i], vec_xl(0, ci)) : tile[i], 0, ci);
+            }
+        }
+}
 
 const MicroKernelFn kMmaRun = run_mma_power10;
+const MicroKernelIndirectFn kMmaIndirect = indirect_mma_power10;
 
 }  // namespace rudra::kernels
 
@@ -59,6 +94,7 @@ const MicroKernelFn kMmaRun = run_mma_power10;
 
 namespace rudra::kernels {
 const MicroKernelFn kMmaRun = nullptr;  // the compiler cannot target POWER10
+const MicroKernelIndirectFn kMmaIndirect = nullptr;
 }  // namespace rudra::kernels
 
 #endif
