@@ -31,7 +31,8 @@ acc=$(sed -n 's/.*test_accuracy \([0-9.]*\).*/\1/p' "$work/hardsync.test")
 perl -e "exit !($acc > 0.3)" && pass || fail "hardsync learns (test accuracy $acc)"
 run softsync1 5 --protocol softsync --n 1
 run softsyncL 5 --protocol softsync --n 3 --lr-modulation per-gradient
-run async 5 --protocol async --mode overlap
+run async 5 --protocol async --mode overlap --momentum 0.5
+grep -q '"momentum":0.5' "$work/async/metrics.jsonl" && pass || fail "async: --momentum 0.5 in the start line"
 run overlap1 6 --protocol softsync --n 1 --mode overlap
 run many 16 --protocol softsync --n 2 --wait-sleep-us 50
 

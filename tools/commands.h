@@ -86,6 +86,7 @@ struct DistOptions {
     int reference_batch = 0;    // B in hardsync's alpha0 * sqrt(lambda * mu / B) (0: the Data layer's)
     std::string warm_start;
     double base_lr = 0;         // alpha0 (0: the solver's base_lr)
+    double momentum = -1;       // the PS's momentum (< 0: the solver's)
     int64_t seed = -1;
     int threads = 1;            // OpenMP threads per rank
     int wait_spin = -1, wait_sleep_us = -1;  // -1: chosen from the load (WaitPolicy::for_load)

@@ -56,6 +56,7 @@ Setup read_setup(const DistOptions& o) {
         throw std::runtime_error(s.solver.net + ": the net has no Data layer for phase TRAIN");
     s.seed = o.seed >= 0 ? o.seed : (s.solver.random_seed >= 0 ? s.solver.random_seed : 1);
     if (o.base_lr > 0) s.solver.lr.base_lr = o.base_lr;
+    if (o.momentum >= 0) s.solver.momentum = o.momentum;
     if (!o.warm_start.empty()) {
         s.warm = nn::read_snapshot(o.warm_start);
         s.start_samples = static_cast<int64_t>(s.warm.samples_seen);
@@ -141,7 +142,8 @@ void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, int lam
     MetricsLog log((fs::path(o.output) / "metrics.jsonl").string(), false);
     log.write({{"event", "start"}, {"solver", o.solver}, {"protocol", o.protocol}, {"n", o.n}, {"learners", lambda},
                {"batch", o.batch}, {"mode", o.mode}, {"epochs", o.epochs}, {"lr_modulation", o.lr_modulation}, {"momentum_compensation", o.momentum_compensation},
-               {"warm_start", o.warm_start}, {"base_lr", s.solver.lr.base_lr}, {"train_images", sets.train.size()}, {"test_images", sets.test.size()}});
+               {"warm_start", o.warm_start}, {"base_lr", s.solver.lr.base_lr}, {"momentum", s.solver.momentum},
+               {"train_images", sets.train.size()}, {"test_images", sets.test.size()}});
     dist::StatsConfig sc;
     sc.ps_rank = kPsRank;
     sc.learners = lambda;

@@ -147,6 +147,8 @@ int main(int argc, char** argv) {
     d->add_option("--reference-batch", dist.reference_batch, "B of hardsync's alpha0*sqrt(lambda*mu/B) and of the lr schedule")
         ->check(CLI::PositiveNumber);
     d->add_option("--base-lr", dist.base_lr, "alpha0 (overrides the solver's base_lr)")->check(CLI::PositiveNumber);
+    d->add_option("--momentum", dist.momentum, "the PS's momentum (overrides the solver's; stale gradients add their own)")
+        ->check(CLI::Range(0.0, 0.999999));
     d->add_option("--warm-start", dist.warm_start, "go on from this snapshot: its weights, momentum, schedule position and epochs (--epochs counts the total)")->check(CLI::ExistingFile);
     d->add_option("--seed", dist.seed, "random seed")->check(CLI::NonNegativeNumber);
     d->add_option("--threads-per-rank", dist.threads, "OpenMP threads of each rank")->check(CLI::PositiveNumber)->capture_default_str();
