@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/cpu_features.h"
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -184,9 +186,8 @@ inline float avg_window(const float* xp, const PoolGeometry& g, int py, int px) 
 // The whole-window columns of one output row, on the widest path this CPU has.
 void max_row(const float* xp, const PoolGeometry& g, int h0, int px0, int px1, float* best, int32_t* arg) {
 #if defined(__x86_64__)
-    static const bool avx512 = __builtin_cpu_supports("avx512f");
-    if (avx512 && g.stride_w == 2) return max_row_taps_avx512<2>(xp, g, h0, px0, px1, best, arg);
-    if (avx512 && g.stride_w == 1) return max_row_taps_avx512<1>(xp, g, h0, px0, px1, best, arg);
+    if (cpu_has_avx512f() && g.stride_w == 2) return max_row_taps_avx512<2>(xp, g, h0, px0, px1, best, arg);
+    if (cpu_has_avx512f() && g.stride_w == 1) return max_row_taps_avx512<1>(xp, g, h0, px0, px1, best, arg);
 #endif
     if (g.stride_w == 1) return max_row_taps<1>(xp, g, h0, px0, px1, best, arg);
     max_row_taps<0>(xp, g, h0, px0, px1, best, arg);
@@ -231,12 +232,7 @@ void avg_pool_forward(const float* x, const PoolGeometry& g, long planes, float*
     const int ph = g.pooled_h(), pw = g.pooled_w();
     const long in_plane = static_cast<long>(g.height) * g.width, out_plane = static_cast<long>(ph) * pw;
     const Interior in = interior(g);
-#if defined(__x86_64__)
-    static const bool avx512 = __builtin_cpu_supports("avx512f");
-    const bool vector_rows = avx512 && (g.stride_w == 1 || g.stride_w == 2);
-#else
-    const bool vector_rows = false;
-#endif
+    const bool vector_rows = cpu_has_avx512f() && (g.stride_w == 1 || g.stride_w == 2);
 #pragma omp parallel for schedule(static)
     for (long p = 0; p < planes; ++p) {
         const float* xp = x + p * in_plane;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kernels/cpu_features.h"
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -75,8 +77,7 @@ void transpose_avx512(const float* src, int rows, int cols, int64_t ld_src, floa
 
 void transpose(const float* src, int rows, int cols, int64_t ld_src, float* dst, int64_t ld_dst) {
 #if defined(__x86_64__)
-    static const bool avx512 = __builtin_cpu_supports("avx512f");
-    if (avx512) {
+    if (cpu_has_avx512f()) {
         transpose_avx512(src, rows, cols, ld_src, dst, ld_dst);
         return;
     }

@@ -44,6 +44,15 @@ BSource b_source_for(const MicroKernel& uk, Trans tb, int m) {
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
+// kc steps of a packed panel whose lanes lie contiguous in the source: d[p * width + l] =
+// src[p * ld + l] for l < count, zero for the lanes past it.
+void copy_lanes(const float* src, int64_t ld, int count, int width, int kc, float* d) {
+    for (int p = 0; p < kc; ++p, src += ld, d += width) {
+        for (int l = 0; l < count; ++l) d[l] = src[l];
+        for (int l = count; l < width; ++l) d[l] = 0.0f;
+    }
+}
+
 // Packs rows [i0, i0 + mc) x columns [p0, p0 + kc) of op(A), panels [q0, q1) of mr rows each:
 // panel q holds, for each p, its mr values contiguous. Rows past m are zero.
 void pack_a(const Problem& P, int mr, int i0, int mc, int p0, int kc, int q0, int q1, float* dst) {
@@ -62,12 +71,7 @@ void pack_a(const Problem& P, int mr, int i0, int mc, int p0, int kc, int q0, in
                 }
             }
         } else {
-            for (int p = 0; p < kc; ++p) {
-                const float* s = P.a + static_cast<int64_t>(p0 + p) * P.lda + row0;
-                float* dp = d + p * mr;
-                for (int i = 0; i < rows; ++i) dp[i] = s[i];
-                for (int i = rows; i < mr; ++i) dp[i] = 0.0f;
-            }
+            copy_lanes(P.a + static_cast<int64_t>(p0) * P.lda + row0, P.lda, rows, mr, kc, d);
         }
     }
 }
@@ -79,12 +83,7 @@ void pack_b(const Problem& P, int nr, int j0, int nc, int p0, int kc, int q0, in
         float* d = dst + static_cast<int64_t>(q) * nr * kc;
         const int col0 = j0 + q * nr, cols = std::min(nr, j0 + nc - col0);
         if (P.tb == Trans::No) {
-            for (int p = 0; p < kc; ++p) {
-                const float* s = P.b + static_cast<int64_t>(p0 + p) * P.ldb + col0;
-                float* dp = d + p * nr;
-                for (int j = 0; j < cols; ++j) dp[j] = s[j];
-                for (int j = cols; j < nr; ++j) dp[j] = 0.0f;
-            }
+            copy_lanes(P.b + static_cast<int64_t>(p0) * P.ldb + col0, P.ldb, cols, nr, kc, d);
         } else {
             // op(B) = B^T: the sliver is the transpose of `cols` rows of B (16 x 16 register
             // tiles where the CPU has them); lanes past the last column are zero.
