@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "kernels/cpu_features.h"
 
@@ -105,72 +106,108 @@ void max_row_taps(const float* xp, const PoolGeometry& g, int h0, int px0, int p
 }
 
 #if defined(__x86_64__)
-// AVX-512 for unit and double column strides (every published net's max pooling): 16 outputs
-// per step, the taps' inputs loaded contiguously (stride 2: 32 values, even lanes kept), the
-// comparison and the selects under masks; the row's tail is a masked step of its own.
+// AVX-512 rows for unit and double column strides (every published net's pooling): 16 outputs
+// per step. Each tap's inputs are loaded contiguously (stride 2: 32 values, even lanes kept)
+// under a mask of the lanes whose tap lies inside the image, so clipped windows at the borders
+// take the same path as whole ones; comparisons and selects run under the same masks.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12's headers start some values undefined
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+// The taps of one row of windows: for lanes [0, n) of the step starting at output column px,
+// the input columns of tap kw, which lanes read inside the image, and the loaded values
+// (zero outside).
 template <int SW>
-__attribute__((target("avx512f"))) void max_row_taps_avx512(const float* xp, const PoolGeometry& g, int h0, int px0,
-                                                               int px1, float* best, int32_t* arg) {
+struct TapLoad {
+    __m512i cols;
+    __mmask16 lanes;
+    __m512 v;
+};
+
+template <int SW>
+__attribute__((target("avx512f"))) inline TapLoad<SW> load_tap(const float* row, const PoolGeometry& g, int px,
+                                                                __mmask16 m, int kw) {
     const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-    const __m512i evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-    const __m512i step = _mm512_mullo_epi32(iota, _mm512_set1_epi32(SW));
-    for (int px = px0; px < px1; px += 16) {
-        const int n = std::min(16, px1 - px);
+    const int first = SW * px + kw - g.pad_w;  // input column of lane 0
+    const __m512i width = _mm512_set1_epi32(g.width);
+    TapLoad<SW> t;
+    t.cols = _mm512_add_epi32(_mm512_set1_epi32(first), _mm512_mullo_epi32(iota, _mm512_set1_epi32(SW)));
+    t.lanes = _mm512_mask_cmplt_epi32_mask(_mm512_mask_cmpge_epi32_mask(m, t.cols, _mm512_setzero_si512()), t.cols,
+                                           width);
+    if constexpr (SW == 1) {
+        t.v = _mm512_maskz_loadu_ps(t.lanes, row + first);
+    } else {
+        // Values first .. first+31, inside the image and below the last lane's column.
+        const __m512i lo = _mm512_add_epi32(_mm512_set1_epi32(first), iota);
+        const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(16));
+        const int last = first + SW * (31 - __builtin_clz(static_cast<unsigned>(m) | 1u)) + 1;  // one past
+        const __m512i end = _mm512_set1_epi32(std::min(last, g.width));
+        const __mmask16 m_lo = _mm512_mask_cmplt_epi32_mask(_mm512_cmpge_epi32_mask(lo, _mm512_setzero_si512()), lo, end);
+        const __mmask16 m_hi = _mm512_mask_cmplt_epi32_mask(_mm512_cmpge_epi32_mask(hi, _mm512_setzero_si512()), hi, end);
+        const __m512i evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+        t.v = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(m_lo, row + first), evens,
+                                     _mm512_maskz_loadu_ps(m_hi, row + first + 16));
+    }
+    return t;
+}
+
+// Output row py, all columns. The first tap inside the image starts each maximum, then strictly
+// greater values replace it: the first maximum in scan order wins, as in Caffe. A window wholly
+// in the padding gives 0 with index -1, as the scalar path does.
+template <int SW>
+__attribute__((target("avx512f"))) void max_row_avx512(const float* xp, const PoolGeometry& g, int py, int pw,
+                                                         float* best, int32_t* arg) {
+    const int h0 = py * g.stride_h - g.pad_h;
+    const int hs = std::max(h0, 0), he = std::min(h0 + g.kernel_h, g.height);
+    for (int px = 0; px < pw; px += 16) {
+        const int n = std::min(16, pw - px);
         const __mmask16 m = static_cast<__mmask16>((1u << n) - 1);
         __m512 b = _mm512_setzero_ps();
-        __m512i a = _mm512_setzero_si512();
-        for (int kh = 0; kh < g.kernel_h; ++kh)
+        __m512i a = _mm512_set1_epi32(-1);
+        __mmask16 seen = 0;
+        for (int h = hs; h < he; ++h) {
+            const float* row = xp + static_cast<long>(h) * g.width;
+            const __m512i row_start = _mm512_set1_epi32(h * g.width);
             for (int kw = 0; kw < g.kernel_w; ++kw) {
-                const int32_t first_i = (h0 + kh) * g.width + kw - g.pad_w + SW * px;
-                const float* src = xp + first_i;
-                __m512 v;
-                if constexpr (SW == 1) {
-                    v = _mm512_maskz_loadu_ps(m, src);
-                } else {
-                    const int span = 2 * n - 1;  // values the n outputs read
-                    const __mmask16 m_lo = static_cast<__mmask16>(span >= 16 ? 0xFFFF : (1u << span) - 1);
-                    const __mmask16 m_hi = static_cast<__mmask16>(span > 16 ? (1u << (span - 16)) - 1 : 0);
-                    v = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(m_lo, src), evens,
-                                               _mm512_maskz_loadu_ps(m_hi, src + 16));
-                }
-                const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(first_i), step);
-                const __mmask16 take = (kh == 0 && kw == 0) ? m : _mm512_mask_cmp_ps_mask(m, v, b, _CMP_GT_OQ);
-                b = _mm512_mask_blend_ps(take, b, v);
-                a = _mm512_mask_blend_epi32(take, a, idx);
+                const TapLoad<SW> t = load_tap<SW>(row, g, px, m, kw);
+                const __mmask16 take = _mm512_mask_cmp_ps_mask(t.lanes, t.v, b, _CMP_GT_OQ) | (t.lanes & ~seen);
+                seen |= t.lanes;
+                b = _mm512_mask_blend_ps(take, b, t.v);
+                a = _mm512_mask_blend_epi32(take, a, _mm512_add_epi32(row_start, t.cols));
             }
+        }
         _mm512_mask_storeu_ps(best + px, m, b);
         _mm512_mask_storeu_epi32(arg + px, m, a);
     }
 }
 
-// Average pooling's whole windows the same way: sums of the taps, times 1 / (kernel_h kernel_w).
+// Window extents clipped to the padded image, the divisor of Caffe's average pooling, per lane.
+__attribute__((target("avx512f"))) inline __m512 avg_divisors(const PoolGeometry& g, int py, int px, int sw) {
+    const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const int h0 = py * g.stride_h - g.pad_h;
+    const int dh = std::min(h0 + g.kernel_h, g.height + g.pad_h) - h0;
+    const __m512i w0 = _mm512_add_epi32(_mm512_set1_epi32(px * sw - g.pad_w), _mm512_mullo_epi32(iota, _mm512_set1_epi32(sw)));
+    const __m512i w1 = _mm512_min_epi32(_mm512_add_epi32(w0, _mm512_set1_epi32(g.kernel_w)),
+                                        _mm512_set1_epi32(g.width + g.pad_w));
+    return _mm512_cvtepi32_ps(_mm512_mullo_epi32(_mm512_sub_epi32(w1, w0), _mm512_set1_epi32(dh)));
+}
+
 template <int SW>
-__attribute__((target("avx512f"))) void avg_row_taps_avx512(const float* xp, const PoolGeometry& g, int h0, int px0,
-                                                               int px1, float* out) {
-    const __m512i evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-    const __m512 inv = _mm512_set1_ps(1.0f / static_cast<float>(g.kernel_h * g.kernel_w));
-    for (int px = px0; px < px1; px += 16) {
-        const int n = std::min(16, px1 - px);
+__attribute__((target("avx512f"))) void avg_row_avx512(const float* xp, const PoolGeometry& g, int py, int pw,
+                                                         float* out) {
+    const int h0 = py * g.stride_h - g.pad_h;
+    const int hs = std::max(h0, 0), he = std::min(h0 + g.kernel_h, g.height);
+    for (int px = 0; px < pw; px += 16) {
+        const int n = std::min(16, pw - px);
         const __mmask16 m = static_cast<__mmask16>((1u << n) - 1);
         __m512 sum = _mm512_setzero_ps();
-        for (int kh = 0; kh < g.kernel_h; ++kh)
-            for (int kw = 0; kw < g.kernel_w; ++kw) {
-                const float* src = xp + (h0 + kh) * g.width + kw - g.pad_w + SW * px;
-                if constexpr (SW == 1) {
-                    sum = _mm512_add_ps(sum, _mm512_maskz_loadu_ps(m, src));
-                } else {
-                    const int span = 2 * n - 1;
-                    const __mmask16 m_lo = static_cast<__mmask16>(span >= 16 ? 0xFFFF : (1u << span) - 1);
-                    const __mmask16 m_hi = static_cast<__mmask16>(span > 16 ? (1u << (span - 16)) - 1 : 0);
-                    sum = _mm512_add_ps(sum, _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(m_lo, src), evens,
-                                                                    _mm512_maskz_loadu_ps(m_hi, src + 16)));
-                }
-            }
-        _mm512_mask_storeu_ps(out + px, m, _mm512_mul_ps(sum, inv));
+        for (int h = hs; h < he; ++h)
+            for (int kw = 0; kw < g.kernel_w; ++kw)
+                sum = _mm512_add_ps(sum, load_tap<SW>(xp + static_cast<long>(h) * g.width, g, px, m, kw).v);
+        _mm512_mask_storeu_ps(out + px, m, _mm512_div_ps(sum, avg_divisors(g, py, px, SW)));
     }
 }
+
 #pragma GCC diagnostic pop
 #endif
 
@@ -183,12 +220,18 @@ inline float avg_window(const float* xp, const PoolGeometry& g, int py, int px) 
     return sum / w.divisor;
 }
 
-// The whole-window columns of one output row, on the widest path this CPU has.
-void max_row(const float* xp, const PoolGeometry& g, int h0, int px0, int px1, float* best, int32_t* arg) {
+// Whether this CPU and geometry take the AVX-512 rows.
+bool vector_rows(const PoolGeometry& g) {
 #if defined(__x86_64__)
-    if (cpu_has_avx512f() && g.stride_w == 2) return max_row_taps_avx512<2>(xp, g, h0, px0, px1, best, arg);
-    if (cpu_has_avx512f() && g.stride_w == 1) return max_row_taps_avx512<1>(xp, g, h0, px0, px1, best, arg);
+    return cpu_has_avx512f() && (g.stride_w == 1 || g.stride_w == 2);
+#else
+    (void)g;
+    return false;
 #endif
+}
+
+// The whole-window columns [px0, px1) of one output row, portable.
+void max_row(const float* xp, const PoolGeometry& g, int h0, int px0, int px1, float* best, int32_t* arg) {
     if (g.stride_w == 1) return max_row_taps<1>(xp, g, h0, px0, px1, best, arg);
     max_row_taps<0>(xp, g, h0, px0, px1, best, arg);
 }
@@ -199,12 +242,22 @@ void max_pool_forward(const float* x, const PoolGeometry& g, long planes, float*
     const int ph = g.pooled_h(), pw = g.pooled_w();
     const long in_plane = static_cast<long>(g.height) * g.width, out_plane = static_cast<long>(ph) * pw;
     const Interior in = interior(g);
+    const bool vector = vector_rows(g);
 #pragma omp parallel for schedule(static)
     for (long p = 0; p < planes; ++p) {
         const float* xp = x + p * in_plane;
         for (int py = 0; py < ph; ++py) {
             float* best = y + p * out_plane + static_cast<long>(py) * pw;
             int32_t* arg = argmax + p * out_plane + static_cast<long>(py) * pw;
+#if defined(__x86_64__)
+            if (vector) {
+                if (g.stride_w == 2)
+                    max_row_avx512<2>(xp, g, py, pw, best, arg);
+                else
+                    max_row_avx512<1>(xp, g, py, pw, best, arg);
+                continue;
+            }
+#endif
             const bool inside = py >= in.py0 && py < in.py1;
             for (int px = 0; px < pw; ++px)
                 if (!inside || px < in.px0 || px >= in.px1) max_window(xp, g, py, px, best[px], arg[px]);
@@ -231,43 +284,54 @@ void max_pool_backward(const float* dy, const int32_t* argmax, const PoolGeometr
 void avg_pool_forward(const float* x, const PoolGeometry& g, long planes, float* y) {
     const int ph = g.pooled_h(), pw = g.pooled_w();
     const long in_plane = static_cast<long>(g.height) * g.width, out_plane = static_cast<long>(ph) * pw;
-    const Interior in = interior(g);
-    const bool vector_rows = cpu_has_avx512f() && (g.stride_w == 1 || g.stride_w == 2);
+    const bool vector = vector_rows(g);
 #pragma omp parallel for schedule(static)
     for (long p = 0; p < planes; ++p) {
         const float* xp = x + p * in_plane;
         for (int py = 0; py < ph; ++py) {
             float* out = y + p * out_plane + static_cast<long>(py) * pw;
-            const bool inside = vector_rows && py >= in.py0 && py < in.py1;
-            for (int px = 0; px < pw; ++px)
-                if (!inside || px < in.px0 || px >= in.px1) out[px] = avg_window(xp, g, py, px);
-            if (!inside) continue;
 #if defined(__x86_64__)
-            const int h0 = py * g.stride_h - g.pad_h;
-            if (g.stride_w == 2)
-                avg_row_taps_avx512<2>(xp, g, h0, in.px0, in.px1, out);
-            else
-                avg_row_taps_avx512<1>(xp, g, h0, in.px0, in.px1, out);
+            if (vector) {
+                if (g.stride_w == 2)
+                    avg_row_avx512<2>(xp, g, py, pw, out);
+                else
+                    avg_row_avx512<1>(xp, g, py, pw, out);
+                continue;
+            }
 #endif
+            for (int px = 0; px < pw; ++px) out[px] = avg_window(xp, g, py, px);
         }
     }
 }
 
+// Each output row's shares (dy / divisor) are first spread along one input row, then that row is
+// added to every input row of the windows: adding tap by tap into dx would store and reload
+// overlapping addresses, which stalls store forwarding.
 void avg_pool_backward(const float* dy, const PoolGeometry& g, long planes, float* dx) {
     const int ph = g.pooled_h(), pw = g.pooled_w();
     const long in_plane = static_cast<long>(g.height) * g.width, out_plane = static_cast<long>(ph) * pw;
-#pragma omp parallel for schedule(static)
-    for (long p = 0; p < planes; ++p) {
-        float* dxp = dx + p * in_plane;
-        std::memset(dxp, 0, sizeof(float) * in_plane);
-        const float* dyp = dy + p * out_plane;
-        for (int py = 0; py < ph; ++py)
-            for (int px = 0; px < pw; ++px) {
-                Window w = window(g, py, px);
-                float share = dyp[py * pw + px] / w.divisor;
-                for (int h = w.h0; h < w.h1; ++h)
-                    for (int c = w.w0; c < w.w1; ++c) dxp[h * g.width + c] += share;
+#pragma omp parallel
+    {
+        std::vector<float> spread(static_cast<size_t>(g.width));
+#pragma omp for schedule(static)
+        for (long p = 0; p < planes; ++p) {
+            float* dxp = dx + p * in_plane;
+            std::memset(dxp, 0, sizeof(float) * in_plane);
+            const float* dyp = dy + p * out_plane;
+            for (int py = 0; py < ph; ++py) {
+                std::fill(spread.begin(), spread.end(), 0.0f);
+                Window w{};
+                for (int px = 0; px < pw; ++px) {
+                    w = window(g, py, px);
+                    const float share = dyp[py * pw + px] / static_cast<float>(w.divisor);
+                    for (int c = w.w0; c < w.w1; ++c) spread[c] += share;
+                }
+                for (int h = w.h0; h < w.h1; ++h) {
+                    float* __restrict row = dxp + static_cast<long>(h) * g.width;
+                    for (int c = 0; c < g.width; ++c) row[c] += spread[c];
+                }
             }
+        }
     }
 }
 

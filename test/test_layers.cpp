@@ -228,6 +228,36 @@ TEST_CASE("average pooling: values match a direct sum over clipped windows (Caff
     }
 }
 
+TEST_CASE("average pooling backward: matches a direct scatter of dy / divisor over clipped windows") {
+    std::mt19937 rng(23);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (SquarePool c : {SquarePool{16, 16, 3, 2, 0}, SquarePool{8, 8, 3, 2, 0}, SquarePool{9, 13, 3, 2, 1},
+                         SquarePool{7, 11, 3, 1, 1}, SquarePool{10, 9, 3, 3, 1}, SquarePool{6, 37, 5, 2, 2}}) {
+        const rudra::kernels::PoolGeometry g = c.geometry();
+        const int planes = 3, ph = g.pooled_h(), pw = g.pooled_w();
+        std::vector<float> dy(static_cast<size_t>(planes) * ph * pw);
+        for (float& v : dy) v = u(rng);
+        std::vector<float> dx(static_cast<size_t>(planes) * c.h * c.w, 7.0f);  // must be overwritten
+        rudra::kernels::avg_pool_backward(dy.data(), g, planes, dx.data());
+        std::vector<double> want(dx.size(), 0.0);
+        for (int p = 0; p < planes; ++p)
+            for (int py = 0; py < ph; ++py)
+                for (int px = 0; px < pw; ++px) {
+                    const int h0 = py * c.s - c.p, w0 = px * c.s - c.p;
+                    const int h1 = std::min(h0 + c.k, c.h + c.p), w1 = std::min(w0 + c.k, c.w + c.p);
+                    const double share = dy[(static_cast<size_t>(p) * ph + py) * pw + px] / ((h1 - h0) * (w1 - w0));
+                    for (int h = std::max(h0, 0); h < std::min(h1, c.h); ++h)
+                        for (int w = std::max(w0, 0); w < std::min(w1, c.w); ++w)
+                            want[(static_cast<size_t>(p) * c.h + h) * c.w + w] += share;
+                }
+        double worst = 0.0;
+        for (size_t i = 0; i < dx.size(); ++i) worst = std::max(worst, std::fabs(want[i] - dx[i]));
+        CAPTURE(c.h);
+        CAPTURE(c.w);
+        CHECK(worst < 1e-5);
+    }
+}
+
 TEST_CASE("pooling: finite-difference gradients (max and average, stride, pad, odd sizes)") {
     std::mt19937 rng(6);
     const char* blocks[] = {
