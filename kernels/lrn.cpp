@@ -22,36 +22,35 @@ void window_sum(const float* in, const LrnGeometry& g, float* out) {
         }
         return;
     }
-    // Within a channel the window is a box: sums along rows, then of those along columns. Each
-    // is one long loop over the whole plane (rows of small images are a vector or two), and
-    // the few windows that the image's edges clip are redone afterwards.
-    thread_local std::vector<float> rows;  // one plane of row sums, kept by each thread
-    if (rows.size() < static_cast<size_t>(plane)) rows.resize(static_cast<size_t>(plane));
-    const int W = g.width, H = g.height;
-    float* r = rows.data();
+    // Within a channel the window is a box: sums along rows, then of those along columns. The
+    // plane is first copied into a zero-bordered one, so that both sums are long loops over the
+    // flat padded plane with no clipped windows to treat apart; the columns of the padding are
+    // computed and dropped. Rows of small images are a vector or two, so loops per row would
+    // spend their time in loop overhead.
+    const int W = g.width, H = g.height, Wp = W + before + after, Hp = H + before + after;
+    const long padded = static_cast<long>(Hp) * Wp;
+    thread_local std::vector<float> buffer;  // padded plane, row sums, column sums: by each thread
+    if (buffer.size() < static_cast<size_t>(3 * padded)) buffer.resize(static_cast<size_t>(3 * padded));
+    float* pad = buffer.data();
+    float* rows = pad + padded;
+    float* sums = rows + padded;
+    std::fill(pad, pad + padded, 0.0f);  // the border stays zero: only the interior is copied in
+    // rows[i] = pad[i] + ... + pad[i + size - 1]; sums[j] = rows[j] + ... + rows[j + (size - 1) Wp]. The
+    // last size - 1 row sums, which no kept column needs, keep whatever they held.
+    const long row_sums = padded - (g.local_size - 1), col_sums = static_cast<long>(H) * Wp;
     for (int c = 0; c < g.channels; ++c) {
         const float* i = in + static_cast<long>(c) * plane;
         float* o = out + static_cast<long>(c) * plane;
-        // Tap by tap, each a long vector loop (a loop over taps inside would not vectorise).
-        for (int d = -before; d <= after; ++d)
-            for (int p = before; p < plane - after; ++p) r[p] = (d == -before ? 0.0f : r[p]) + i[p + d];
         for (int h = 0; h < H; ++h)
-            for (int w = 0; w < W; ++w) {
-                if (w == before && W - after > before) w = W - after;  // skip the unclipped middle
-                float s = 0.0f;
-                for (int ww = std::max(0, w - before); ww <= std::min(W - 1, w + after); ++ww) s += i[h * W + ww];
-                r[h * W + w] = s;
-            }
-        for (int d = -before; d <= after; ++d)
-            for (int p = before * W; p < plane - after * W; ++p) o[p] = (d == -before ? 0.0f : o[p]) + r[p + d * W];
-        for (int h = 0; h < H; ++h) {
-            if (h == before && H - after > before) h = H - after;
-            for (int w = 0; w < W; ++w) {
-                float s = 0.0f;
-                for (int hh = std::max(0, h - before); hh <= std::min(H - 1, h + after); ++hh) s += r[hh * W + w];
-                o[h * W + w] = s;
-            }
-        }
+            std::copy(i + static_cast<long>(h) * W, i + static_cast<long>(h + 1) * W,
+                      pad + static_cast<long>(h + before) * Wp + before);
+        // Tap by tap, each a long vector loop (a loop over taps inside would not vectorise).
+        for (int d = 0; d < g.local_size; ++d)
+            for (long p = 0; p < row_sums; ++p) rows[p] = (d == 0 ? 0.0f : rows[p]) + pad[p + d];
+        for (int d = 0; d < g.local_size; ++d)
+            for (long p = 0; p < col_sums; ++p) sums[p] = (d == 0 ? 0.0f : sums[p]) + rows[p + static_cast<long>(d) * Wp];
+        for (int h = 0; h < H; ++h)
+            std::copy(sums + static_cast<long>(h) * Wp, sums + static_cast<long>(h) * Wp + W, o + static_cast<long>(h) * W);
     }
 }
 

@@ -10,6 +10,7 @@
 #include "kernels/conv.h"
 #include "kernels/gemm.h"
 #include "kernels/conv_reference.h"
+#include "kernels/lrn.h"
 #include "kernels/pooling.h"
 #include "layer_harness.h"
 
@@ -322,6 +323,48 @@ TEST_CASE("lrn: within-channel value matches Caffe's definition") {
     h.forward();
     CHECK(h.top(0).data[4] == doctest::Approx(1.0 / (1.0 + 9.0 / 9.0 * 9.0)));
     CHECK(h.top(0).data[0] == doctest::Approx(1.0 / (1.0 + 9.0 / 9.0 * 4.0)));
+}
+
+TEST_CASE("lrn within a channel: forward matches a direct sum of squares over clipped windows") {
+    std::mt19937 rng(24);
+    std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+    struct Case {
+        int channels, h, w, size;
+    };
+    for (Case c : {Case{3, 16, 16, 3}, Case{2, 8, 8, 5}, Case{2, 5, 7, 3}, Case{1, 1, 9, 3}, Case{2, 11, 4, 7}}) {
+        rudra::kernels::LrnGeometry g;
+        g.channels = c.channels;
+        g.height = c.h;
+        g.width = c.w;
+        g.local_size = c.size;
+        g.alpha = 0.5f;
+        g.beta = 0.75f;
+        g.across_channels = false;
+        const int num = 2;
+        const size_t count = static_cast<size_t>(num) * c.channels * c.h * c.w;
+        std::vector<float> x(count), y(count), scale(count);
+        for (float& v : x) v = u(rng);
+        rudra::kernels::lrn_forward(x.data(), g, num, y.data(), scale.data());
+        const int half = (c.size - 1) / 2;
+        double worst = 0.0;
+        for (size_t plane = 0; plane < static_cast<size_t>(num) * c.channels; ++plane)
+            for (int h = 0; h < c.h; ++h)
+                for (int w = 0; w < c.w; ++w) {
+                    double sq = 0.0;
+                    for (int hh = std::max(0, h - half); hh <= std::min(c.h - 1, h + half); ++hh)
+                        for (int ww = std::max(0, w - half); ww <= std::min(c.w - 1, w + half); ++ww) {
+                            const double v = x[(plane * c.h + hh) * c.w + ww];
+                            sq += v * v;
+                        }
+                    const size_t i = (plane * c.h + h) * c.w + w;
+                    const double s = 1.0 + 0.5 / (c.size * c.size) * sq;
+                    worst = std::max({worst, std::fabs(s - scale[i]) / s, std::fabs(x[i] * std::pow(s, -0.75) - y[i])});
+                }
+        CAPTURE(c.h);
+        CAPTURE(c.w);
+        CAPTURE(c.size);
+        CHECK(worst < 1e-5);
+    }
 }
 
 TEST_CASE("inner product on every GEMM backend: finite-difference gradients") {
