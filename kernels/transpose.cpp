@@ -28,11 +28,19 @@ namespace {
 // reports inside a target("avx512f") function; the values are never read.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 // One 16 x 16 tile in four rounds of shuffles (4-wide interleaves, then 128-bit lanes).
-__attribute__((target("avx512f"))) void tile16(const float* src, int64_t ld_src, float* dst, int64_t ld_dst) {
+// A partial tile (rows or cols < 16) loads its rows under a column mask and zeros the rest,
+// and stores its `cols` destination rows under a mask of `rows` lanes.
+template <bool kPartial>
+__attribute__((target("avx512f"))) void tile16(const float* src, int64_t ld_src, float* dst, int64_t ld_dst,
+                                               int rows = 16, int cols = 16) {
     __m512 r[16], t[16];
+    const __mmask16 col_mask = static_cast<__mmask16>((1u << cols) - 1), row_mask = static_cast<__mmask16>((1u << rows) - 1);
 #pragma GCC unroll 16
-    for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * ld_src);
+    for (int i = 0; i < 16; ++i)
+        r[i] = kPartial ? (i < rows ? _mm512_maskz_loadu_ps(col_mask, src + i * ld_src) : _mm512_setzero_ps())
+                        : _mm512_loadu_ps(src + i * ld_src);
 #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) {
         t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
@@ -53,22 +61,34 @@ __attribute__((target("avx512f"))) void tile16(const float* src, int64_t ld_src,
         t[j + 8] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88);
         t[j + 12] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xdd);
     }
+    __m512 out[16];
 #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
-        _mm512_storeu_ps(dst + (j + 0) * ld_dst, _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88));
-        _mm512_storeu_ps(dst + (j + 8) * ld_dst, _mm512_shuffle_f32x4(t[j], t[j + 8], 0xdd));
-        _mm512_storeu_ps(dst + (j + 4) * ld_dst, _mm512_shuffle_f32x4(t[j + 4], t[j + 12], 0x88));
-        _mm512_storeu_ps(dst + (j + 12) * ld_dst, _mm512_shuffle_f32x4(t[j + 4], t[j + 12], 0xdd));
+        out[j + 0] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
+        out[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xdd);
+        out[j + 4] = _mm512_shuffle_f32x4(t[j + 4], t[j + 12], 0x88);
+        out[j + 12] = _mm512_shuffle_f32x4(t[j + 4], t[j + 12], 0xdd);
+    }
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; ++j) {
+        if constexpr (kPartial) {
+            if (j < cols) _mm512_mask_storeu_ps(dst + j * ld_dst, row_mask, out[j]);
+        } else {
+            _mm512_storeu_ps(dst + j * ld_dst, out[j]);
+        }
     }
 }
 
 void transpose_avx512(const float* src, int rows, int cols, int64_t ld_src, float* dst, int64_t ld_dst) {
-    const int rows16 = rows / 16 * 16, cols16 = cols / 16 * 16;
-    for (int r = 0; r < rows16; r += 16)
-        for (int c = 0; c < cols16; c += 16) tile16(src + r * ld_src + c, ld_src, dst + c * ld_dst + r, ld_dst);
-    if (cols16 < cols) transpose_portable(src + cols16, rows, cols - cols16, ld_src, dst + cols16 * ld_dst, ld_dst);
-    if (rows16 < rows)
-        transpose_portable(src + rows16 * ld_src, rows - rows16, cols16, ld_src, dst + rows16, ld_dst);
+    for (int r = 0; r < rows; r += 16)
+        for (int c = 0; c < cols; c += 16) {
+            const float* s = src + r * ld_src + c;
+            float* d = dst + c * ld_dst + r;
+            if (r + 16 <= rows && c + 16 <= cols)
+                tile16<false>(s, ld_src, d, ld_dst);
+            else
+                tile16<true>(s, ld_src, d, ld_dst, std::min(16, rows - r), std::min(16, cols - c));
+        }
 }
 #pragma GCC diagnostic pop
 

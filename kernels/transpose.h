@@ -1,6 +1,6 @@
 // Out-of-place matrix transpose, dst[c * ld_dst + r] = src[r * ld_src + c] for r < rows,
 // c < cols. The convolution's im2col-into-slivers and packing use it; on x86 with AVX-512 it
-// moves 16 x 16 tiles through registers, elsewhere it walks cache-sized tiles.
+// moves 16 x 16 tiles through registers (masked at the edges), elsewhere it walks cache-sized tiles.
 #pragma once
 #include <cstdint>
 

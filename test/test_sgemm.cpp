@@ -131,6 +131,28 @@ TEST_CASE("blocks crossing mc, kc and nc, alone and with threads") {
     }
 }
 
+TEST_CASE("small products with few rows, computed as C^T and transposed into C, match the reference") {
+    // m32 n75 is the weight gradient of cifar10_full's conv1 per image: its transpose fills the
+    // register tiles better, so the loops compute C^T = op(B)^T op(A)^T into a scratch.
+    uint32_t seed = 300;
+    for (const MicroKernel* uk : runnable_micro_kernels())
+        for (Trans ta : {Trans::No, Trans::Yes})
+            for (Trans tb : {Trans::No, Trans::Yes})
+                for (int threads : {1, 2}) {
+                    const Case cases[] = {
+                        {ta, tb, 32, 75, 1024, 1.0f, 0.0f, 0},
+                        {ta, tb, 32, 75, 256, 1.0f, 0.5f, 2},
+                        {ta, tb, 20, 36, 64, -0.5f, 1.0f, 3},
+                        {ta, tb, 20, 36, 65, 1.5f, 0.25f, 0},
+                        {ta, tb, 2 * uk->mr - 1, 3 * uk->nr - 5, 100, 2.0f, 0.25f, 1},
+                    };
+                    for (const Case& cs : cases) {
+                        CAPTURE(describe(*uk, cs, threads));
+                        CHECK(compare(*uk, cs, threads, seed++) < 1e-6);
+                    }
+                }
+}
+
 TEST_CASE("k = 0 and alpha = 0 scale C by beta") {
     const MicroKernel& uk = *runnable_micro_kernels().front();
     std::vector<float> c = {1, 2, 3, 4};
