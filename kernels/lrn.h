@@ -15,7 +15,8 @@ struct LrnGeometry {
 
 // scale receives s (kept for backward). All arrays are [num, channels, height, width].
 void lrn_forward(const float* x, const LrnGeometry& g, int num, float* y, float* scale);
-// dx = dy * s^-beta - 2*alpha*beta/norm * x * window_sum(dy * y / s); work has x's size.
+// dx = dy * s^-beta - 2*alpha*beta/norm * x * window_sum(dy * y / s); work has x's size (across
+// channels only: within a channel each plane is worked on in a small buffer of the thread).
 void lrn_backward(const float* x, const float* y, const float* scale, const float* dy,
                   const LrnGeometry& g, int num, float* dx, float* work);
 
