@@ -12,7 +12,7 @@ command -v gnuplot >/dev/null || { echo "plot_bench: gnuplot is not installed (a
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # One data file per series: name,backend,pass -> "mb gflops" rows sorted by mb.
-awk -F, -v dir="$tmp" 'NR > 1 && $6 > 0 {
+awk -F, -v dir="$tmp" 'NR > 1 && $6 > 0 && $8 > 0 {
   name = ($2 != "" ? $2 : $1); gsub(/"/, "", name); key = name " " $3 " " $4
   gsub(/[^A-Za-z0-9_.:-]/, "_", key); print $6, $8 > (dir "/" key ".dat") }' "$csv"
 plots=""

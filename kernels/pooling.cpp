@@ -114,41 +114,51 @@ void max_row_taps(const float* xp, const PoolGeometry& g, int h0, int px0, int p
 #pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12's headers start some values undefined
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-// The taps of one row of windows: for lanes [0, n) of the step starting at output column px,
-// the input columns of tap kw, which lanes read inside the image, and the loaded values
-// (zero outside).
+constexpr int kMaxVectorKernelW = 16;  // wider windows take the portable path
+
+// Tap kw of one step of 16 outputs starting at output column px: the input column of each
+// lane, the lanes inside the image, and the masks of the contiguous load(s) that fetch them.
+// They depend on the column only, so each row of the window reuses them.
 template <int SW>
-struct TapLoad {
+struct Tap {
+    int first;  // input column of lane 0
     __m512i cols;
-    __mmask16 lanes;
-    __m512 v;
+    __mmask16 lanes, m_lo, m_hi;
 };
 
 template <int SW>
-__attribute__((target("avx512f"))) inline TapLoad<SW> load_tap(const float* row, const PoolGeometry& g, int px,
-                                                                __mmask16 m, int kw) {
+__attribute__((target("avx512f"))) inline Tap<SW> make_tap(const PoolGeometry& g, int px, __mmask16 m, int kw) {
     const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-    const int first = SW * px + kw - g.pad_w;  // input column of lane 0
-    const __m512i width = _mm512_set1_epi32(g.width);
-    TapLoad<SW> t;
-    t.cols = _mm512_add_epi32(_mm512_set1_epi32(first), _mm512_mullo_epi32(iota, _mm512_set1_epi32(SW)));
-    t.lanes = _mm512_mask_cmplt_epi32_mask(_mm512_mask_cmpge_epi32_mask(m, t.cols, _mm512_setzero_si512()), t.cols,
-                                           width);
-    if constexpr (SW == 1) {
-        t.v = _mm512_maskz_loadu_ps(t.lanes, row + first);
-    } else {
+    const __m512i zero = _mm512_setzero_si512();
+    Tap<SW> t;
+    t.first = SW * px + kw - g.pad_w;
+    t.cols = _mm512_add_epi32(_mm512_set1_epi32(t.first), _mm512_mullo_epi32(iota, _mm512_set1_epi32(SW)));
+    t.lanes = _mm512_mask_cmplt_epi32_mask(_mm512_mask_cmpge_epi32_mask(m, t.cols, zero), t.cols,
+                                           _mm512_set1_epi32(g.width));
+    t.m_lo = t.lanes;
+    t.m_hi = 0;
+    if constexpr (SW == 2) {
         // Values first .. first+31, inside the image and below the last lane's column.
-        const __m512i lo = _mm512_add_epi32(_mm512_set1_epi32(first), iota);
+        const __m512i lo = _mm512_add_epi32(_mm512_set1_epi32(t.first), iota);
         const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(16));
-        const int last = first + SW * (31 - __builtin_clz(static_cast<unsigned>(m) | 1u)) + 1;  // one past
+        const int last = t.first + SW * (31 - __builtin_clz(static_cast<unsigned>(m) | 1u)) + 1;  // one past
         const __m512i end = _mm512_set1_epi32(std::min(last, g.width));
-        const __mmask16 m_lo = _mm512_mask_cmplt_epi32_mask(_mm512_cmpge_epi32_mask(lo, _mm512_setzero_si512()), lo, end);
-        const __mmask16 m_hi = _mm512_mask_cmplt_epi32_mask(_mm512_cmpge_epi32_mask(hi, _mm512_setzero_si512()), hi, end);
-        const __m512i evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-        t.v = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(m_lo, row + first), evens,
-                                     _mm512_maskz_loadu_ps(m_hi, row + first + 16));
+        t.m_lo = _mm512_mask_cmplt_epi32_mask(_mm512_cmpge_epi32_mask(lo, zero), lo, end);
+        t.m_hi = _mm512_mask_cmplt_epi32_mask(_mm512_cmpge_epi32_mask(hi, zero), hi, end);
     }
     return t;
+}
+
+// The tap's values in one input row (zero outside the image).
+template <int SW>
+__attribute__((target("avx512f"))) inline __m512 load_tap(const Tap<SW>& t, const float* row) {
+    if constexpr (SW == 1) {
+        return _mm512_maskz_loadu_ps(t.m_lo, row + t.first);
+    } else {
+        const __m512i evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+        return _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(t.m_lo, row + t.first), evens,
+                                      _mm512_maskz_loadu_ps(t.m_hi, row + t.first + 16));
+    }
 }
 
 // Output row py, all columns. The first tap inside the image starts each maximum, then strictly
@@ -159,9 +169,11 @@ __attribute__((target("avx512f"))) void max_row_avx512(const float* xp, const Po
                                                          float* best, int32_t* arg) {
     const int h0 = py * g.stride_h - g.pad_h;
     const int hs = std::max(h0, 0), he = std::min(h0 + g.kernel_h, g.height);
+    Tap<SW> taps[kMaxVectorKernelW];
     for (int px = 0; px < pw; px += 16) {
         const int n = std::min(16, pw - px);
         const __mmask16 m = static_cast<__mmask16>((1u << n) - 1);
+        for (int kw = 0; kw < g.kernel_w; ++kw) taps[kw] = make_tap<SW>(g, px, m, kw);
         __m512 b = _mm512_setzero_ps();
         __m512i a = _mm512_set1_epi32(-1);
         __mmask16 seen = 0;
@@ -169,10 +181,11 @@ __attribute__((target("avx512f"))) void max_row_avx512(const float* xp, const Po
             const float* row = xp + static_cast<long>(h) * g.width;
             const __m512i row_start = _mm512_set1_epi32(h * g.width);
             for (int kw = 0; kw < g.kernel_w; ++kw) {
-                const TapLoad<SW> t = load_tap<SW>(row, g, px, m, kw);
-                const __mmask16 take = _mm512_mask_cmp_ps_mask(t.lanes, t.v, b, _CMP_GT_OQ) | (t.lanes & ~seen);
+                const Tap<SW>& t = taps[kw];
+                const __m512 v = load_tap<SW>(t, row);
+                const __mmask16 take = _mm512_mask_cmp_ps_mask(t.lanes, v, b, _CMP_GT_OQ) | (t.lanes & ~seen);
                 seen |= t.lanes;
-                b = _mm512_mask_blend_ps(take, b, t.v);
+                b = _mm512_mask_blend_ps(take, b, v);
                 a = _mm512_mask_blend_epi32(take, a, _mm512_add_epi32(row_start, t.cols));
             }
         }
@@ -197,13 +210,15 @@ __attribute__((target("avx512f"))) void avg_row_avx512(const float* xp, const Po
                                                          float* out) {
     const int h0 = py * g.stride_h - g.pad_h;
     const int hs = std::max(h0, 0), he = std::min(h0 + g.kernel_h, g.height);
+    Tap<SW> taps[kMaxVectorKernelW];
     for (int px = 0; px < pw; px += 16) {
         const int n = std::min(16, pw - px);
         const __mmask16 m = static_cast<__mmask16>((1u << n) - 1);
         __m512 sum = _mm512_setzero_ps();
+        for (int kw = 0; kw < g.kernel_w; ++kw) taps[kw] = make_tap<SW>(g, px, m, kw);
         for (int h = hs; h < he; ++h)
             for (int kw = 0; kw < g.kernel_w; ++kw)
-                sum = _mm512_add_ps(sum, load_tap<SW>(xp + static_cast<long>(h) * g.width, g, px, m, kw).v);
+                sum = _mm512_add_ps(sum, load_tap<SW>(taps[kw], xp + static_cast<long>(h) * g.width));
         _mm512_mask_storeu_ps(out + px, m, _mm512_div_ps(sum, avg_divisors(g, py, px, SW)));
     }
 }
@@ -223,7 +238,7 @@ inline float avg_window(const float* xp, const PoolGeometry& g, int py, int px) 
 // Whether this CPU and geometry take the AVX-512 rows.
 bool vector_rows(const PoolGeometry& g) {
 #if defined(__x86_64__)
-    return cpu_has_avx512f() && (g.stride_w == 1 || g.stride_w == 2);
+    return cpu_has_avx512f() && (g.stride_w == 1 || g.stride_w == 2) && g.kernel_w <= kMaxVectorKernelW;
 #else
     (void)g;
     return false;

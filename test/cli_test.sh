@@ -99,6 +99,15 @@ expect "bench writes CSV" "$rudra" bench m40n50k30 mb1ic3ih8oc4kh3ph1 --backends
 [ "$(grep -c ',own,' "$work/bench.csv")" = 4 ] && pass || fail "bench CSV has the GEMM and three conv passes for own"
 grep -q "% of peak" "$work/out" && pass || fail "bench reports percent of peak"
 expect_error "bad descriptor" "problem 'mb1ic3ihx'" "$rudra" bench mb1ic3ihx
+expect "bench runs pooling, LRN and inner product" "$rudra" bench pool_max:mb2ic3ih9kh3sh2 pool_ave:mb2ic3ih8kh3sh2ph1 \
+  lrn_within:mb2ic4ih6ls3 lrn_across:mb2ic4ih6ls5 ip:mb3ic4ih2oc5 --mb 1,3 --backends own,reference --threads 1 \
+  --min-time 0.01 --format csv -o "$work/layers.csv"
+[ "$(grep -c ',own,' "$work/layers.csv")" = 22 ] && pass || fail "layer CSV: fwd and bwd_data of 4 layers, 3 passes of ip, at 2 mini-batches"
+grep -q '^pool_max:mb3ic3ih9kh3sh2,.*,3,' "$work/layers.csv" && pass || fail "the sweep rewrites mb after the kind"
+grep -q "GB/s" "$work/out" && pass || fail "pooling and LRN report bytes per second"
+expect_error "unknown layer kind" "unknown kind 'pool_min'" "$rudra" bench pool_min:mb1ic3ih8kh2
+expect_error "even LRN size" "ls must be odd" "$rudra" bench lrn_within:mb1ic3ih8ls4
+expect_error "pooling pad" "padding must be smaller" "$rudra" bench pool_max:mb1ic3ih8kh2ph2
 expect_error "bad batch file line" "b.txt:2:" bash -c "printf 'm4n4k4\nm4n4q4\n' >$work/b.txt; $rudra bench --batch-file $work/b.txt"
 expect "info" "$rudra" info --ranks 4 --threads-per-rank 11 --topology "pack:2 numa:2 core:11 pu:4"
 grep -q "rank 3: NUMA 3" "$work/out" && grep -q "sgemm chosen" "$work/out" && pass || fail "info shows kernels and the plan"

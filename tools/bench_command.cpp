@@ -22,6 +22,7 @@
 #include "kernels/gemm.h"
 #include "kernels/peak.h"
 #include "kernels/sgemm/sgemm.h"
+#include "tools/bench_layers.h"
 #include "tools/bench_problems.h"
 #include "tools/commands.h"
 
@@ -105,18 +106,23 @@ public:
         }
     }
     void add(const nlohmann::json& r) {
-        if (format_ == "table" || !path_.empty())
+        if ((format_ == "table" || !path_.empty()) && r["gflops"].get<double>() > 0.0)
             std::printf("%-44s %-9s %-11s %2d thr  %9.3f ms  %7.1f GFLOP/s  %5.1f%% of peak\n",
                         r["problem"].get<std::string>().c_str(), r["backend"].get<std::string>().c_str(),
                         r["pass"].get<std::string>().c_str(), r["threads"].get<int>(), r["ms"].get<double>(),
                         r["gflops"].get<double>(), r["pct_peak"].get<double>());
+        else if (format_ == "table" || !path_.empty())  // pooling and LRN: bytes, not arithmetic
+            std::printf("%-44s %-9s %-11s %2d thr  %9.3f ms  %7.1f GB/s (x and y once)\n",
+                        r["problem"].get<std::string>().c_str(), r["backend"].get<std::string>().c_str(),
+                        r["pass"].get<std::string>().c_str(), r["threads"].get<int>(), r["ms"].get<double>(),
+                        r["gbs"].get<double>());
         std::ostream& out = path_.empty() ? std::cout : file_;
         if (format_ == "jsonl") out << r.dump() << "\n";
         if (format_ == "csv") {
-            if (rows_++ == 0) out << "problem,name,backend,pass,threads,mb,ms,gflops,pct_peak\n";
+            if (rows_++ == 0) out << "problem,name,backend,pass,threads,mb,ms,gflops,pct_peak,gbs\n";
             out << r["problem"].get<std::string>() << ',' << r["name"].get<std::string>() << ','
                 << r["backend"].get<std::string>() << ',' << r["pass"].get<std::string>() << ',' << r["threads"] << ','
-                << r["mb"] << ',' << r["ms"] << ',' << r["gflops"] << ',' << r["pct_peak"] << "\n";
+                << r["mb"] << ',' << r["ms"] << ',' << r["gflops"] << ',' << r["pct_peak"] << ',' << r["gbs"] << "\n";
         }
         out.flush();
     }
@@ -132,6 +138,18 @@ private:
     std::ofstream file_;
     long rows_ = 0;
 };
+
+const char* kind_name(ProblemKind k) {
+    switch (k) {
+        case ProblemKind::Gemm: return "gemm";
+        case ProblemKind::PoolMax: return "pool_max";
+        case ProblemKind::PoolAve: return "pool_ave";
+        case ProblemKind::LrnAcross: return "lrn_across";
+        case ProblemKind::LrnWithin: return "lrn_within";
+        case ProblemKind::InnerProduct: return "ip";
+        default: return "conv";
+    }
+}
 
 std::vector<Candidate> gemm_candidates(const GemmShape& s, const std::vector<std::string>& backends, int threads,
                                        kernels::AlignedBuffer& a, kernels::AlignedBuffer& b, kernels::AlignedBuffer& c,
@@ -206,7 +224,25 @@ int run_bench(const BenchOptions& o) {
             std::vector<Candidate> cs;
             kernels::AlignedBuffer a, b, c;
             std::vector<std::unique_ptr<kernels::ConvBench>> convs;
-            if (p.is_gemm) {
+            std::vector<std::unique_ptr<LayerBench>> layers;
+            if (p.kind != ProblemKind::Conv && p.kind != ProblemKind::Gemm) {
+                for (const std::string& be : backends) {
+                    // Pooling and LRN have the own kernels only; an inner product runs on any GEMM.
+                    kernels::GemmBackend gb = kernels::GemmBackend::Own;
+                    if (be == "blis")
+                        gb = kernels::GemmBackend::Blis;
+                    else if (be == "onednn")
+                        gb = kernels::GemmBackend::Onednn;
+                    else if (be != "own")
+                        continue;
+                    if ((p.kind != ProblemKind::InnerProduct && be != "own") || !kernels::gemm_backend_available(gb))
+                        continue;
+                    layers.push_back(std::make_unique<LayerBench>(p, gb, t));
+                    LayerBench* lb = layers.back().get();
+                    for (const std::string& ps : o.passes)
+                        if (LayerBench::has_pass(p, ps)) cs.push_back({be, ps, [lb, ps] { lb->run(ps); }});
+                }
+            } else if (p.is_gemm) {
                 const GemmShape& s = p.gemm;
                 a = kernels::AlignedBuffer(static_cast<size_t>(s.m) * s.k);
                 b = kernels::AlignedBuffer(static_cast<size_t>(s.k) * s.n);
@@ -226,10 +262,11 @@ int run_bench(const BenchOptions& o) {
             time_candidates(cs, o.min_time);
             for (const Candidate& cd : cs) {
                 const double gflops = p.flops() / cd.best * 1e-9;
-                report.add({{"problem", p.text}, {"name", p.name}, {"kind", p.is_gemm ? "gemm" : "conv"},
+                report.add({{"problem", p.text}, {"name", p.name}, {"kind", kind_name(p.kind)},
                             {"backend", cd.backend}, {"pass", cd.pass}, {"threads", t},
-                            {"mb", p.is_gemm ? 0 : p.conv.num}, {"ms", cd.best * 1e3}, {"gflops", gflops},
-                            {"peak_gflops", peak[t]}, {"pct_peak", 100.0 * gflops / peak[t]}});
+                            {"mb", p.minibatch()}, {"ms", cd.best * 1e3}, {"gflops", gflops},
+                            {"peak_gflops", peak[t]}, {"pct_peak", 100.0 * gflops / peak[t]},
+                            {"gbs", p.bytes() / cd.best * 1e-9}});
             }
         }
     }

@@ -1,6 +1,7 @@
 #include "tools/bench_problems.h"
 
 #include <cctype>
+#include <functional>
 #include <map>
 #include <stdexcept>
 
@@ -53,18 +54,96 @@ std::map<std::string, long> fields(const std::string& text, std::string& name, s
 
 }  // namespace
 
+bool BenchProblem::memory_bound() const {
+    return kind == ProblemKind::PoolMax || kind == ProblemKind::PoolAve || kind == ProblemKind::LrnAcross ||
+           kind == ProblemKind::LrnWithin;
+}
+
+int BenchProblem::minibatch() const {
+    if (kind == ProblemKind::Gemm) return 0;
+    return kind == ProblemKind::Conv ? conv.num : mb;
+}
+
+double BenchProblem::bytes() const {
+    const double planes = static_cast<double>(mb) * channels;
+    if (kind == ProblemKind::PoolMax || kind == ProblemKind::PoolAve) {
+        const double in = planes * pool.height * pool.width, out = planes * pool.pooled_h() * pool.pooled_w();
+        return 4.0 * (in + out * (kind == ProblemKind::PoolMax ? 2 : 1));  // x, y (and argmax)
+    }
+    if (kind == ProblemKind::LrnAcross || kind == ProblemKind::LrnWithin)
+        return 4.0 * 3 * planes * lrn.height * lrn.width;  // x, y, scale
+    return 0.0;
+}
+
 double BenchProblem::flops() const {
     if (is_gemm) return 2.0 * gemm.m * gemm.n * static_cast<double>(gemm.k);
+    if (kind == ProblemKind::InnerProduct) return 2.0 * mb * static_cast<double>(channels) * ip_outputs;
+    if (memory_bound()) return 0.0;
     const kernels::ConvGeometry& g = conv.geom;
     return 2.0 * conv.num * conv.out_channels * static_cast<double>(g.out_h()) * g.out_w() * (g.channels / conv.groups) *
            g.kernel_h * g.kernel_w;
 }
 
+namespace {
+
+const std::map<std::string, ProblemKind> kLayerKinds = {
+    {"pool_max", ProblemKind::PoolMax},     {"pool_ave", ProblemKind::PoolAve}, {"lrn_across", ProblemKind::LrnAcross},
+    {"lrn_within", ProblemKind::LrnWithin}, {"ip", ProblemKind::InnerProduct},
+};
+
+// The fields of a pooling, LRN or inner-product descriptor (after "kind:").
+void parse_layer(const std::string& text, BenchProblem& p, const std::function<long(const char*, long)>& take) {
+    p.mb = static_cast<int>(take("mb", 2));
+    p.channels = static_cast<int>(take("ic", 0));
+    const int ih = static_cast<int>(take("ih", p.kind == ProblemKind::InnerProduct ? 1 : 0));
+    const int iw = static_cast<int>(take("iw", ih));
+    if (p.mb <= 0 || p.channels <= 0 || ih <= 0 || iw <= 0) bad(text, "needs mb, ic and ih > 0");
+    if (p.kind == ProblemKind::InnerProduct) {
+        p.channels *= ih * iw;
+        p.ip_outputs = static_cast<int>(take("oc", 0));
+        if (p.ip_outputs <= 0) bad(text, "an inner product needs oc > 0");
+        return;
+    }
+    if (p.kind == ProblemKind::LrnAcross || p.kind == ProblemKind::LrnWithin) {
+        kernels::LrnGeometry& g = p.lrn;
+        g.channels = p.channels;
+        g.height = ih;
+        g.width = iw;
+        g.local_size = static_cast<int>(take("ls", 5));
+        g.alpha = 5e-5f;
+        g.beta = 0.75f;
+        g.across_channels = p.kind == ProblemKind::LrnAcross;
+        if (g.local_size <= 0 || g.local_size % 2 == 0) bad(text, "ls must be odd and > 0");
+        return;
+    }
+    kernels::PoolGeometry& g = p.pool;
+    g.height = ih;
+    g.width = iw;
+    g.kernel_h = static_cast<int>(take("kh", 2));
+    g.kernel_w = static_cast<int>(take("kw", g.kernel_h));
+    g.stride_h = static_cast<int>(take("sh", 1));
+    g.stride_w = static_cast<int>(take("sw", g.stride_h));
+    g.pad_h = static_cast<int>(take("ph", 0));
+    g.pad_w = static_cast<int>(take("pw", g.pad_h));
+    if (g.kernel_h <= 0 || g.kernel_w <= 0 || g.stride_h <= 0 || g.stride_w <= 0 || g.pad_h < 0 || g.pad_w < 0)
+        bad(text, "kernel and stride must be > 0, padding >= 0");
+    if (g.pad_h >= g.kernel_h || g.pad_w >= g.kernel_w) bad(text, "padding must be smaller than the kernel (as in Caffe)");
+}
+
+}  // namespace
+
 BenchProblem parse_problem(const std::string& text) {
     BenchProblem p;
     p.text = text;
     std::vector<std::string> flags;
-    auto f = fields(text, p.name, flags);
+    std::string body = text;
+    if (const size_t colon = text.find(':'); colon != std::string::npos && text.find('"') > colon) {
+        const auto kind = kLayerKinds.find(text.substr(0, colon));
+        if (kind == kLayerKinds.end()) bad(text, "unknown kind '" + text.substr(0, colon) + "' (pool_max, pool_ave, lrn_across, lrn_within, ip)");
+        p.kind = kind->second;
+        body = text.substr(colon + 1);
+    }
+    auto f = fields(body, p.name, flags);
     auto take = [&](const char* key, long fallback) {
         auto it = f.find(key);
         if (it == f.end()) return fallback;
@@ -72,8 +151,12 @@ BenchProblem parse_problem(const std::string& text) {
         f.erase(it);
         return v;
     };
-    if (f.count("m") || f.count("k")) {
+    if (p.kind != ProblemKind::Conv) {
+        if (!flags.empty()) bad(text, "ta/tb apply to GEMM problems only");
+        parse_layer(text, p, take);
+    } else if (f.count("m") || f.count("k")) {
         p.is_gemm = true;
+        p.kind = ProblemKind::Gemm;
         p.gemm.m = static_cast<int>(take("m", 0));
         p.gemm.n = static_cast<int>(take("n", 0));
         p.gemm.k = static_cast<int>(take("k", 0));
@@ -118,10 +201,12 @@ BenchProblem with_minibatch(const BenchProblem& p, int mb) {
     if (p.is_gemm) return p;
     BenchProblem q = p;
     q.conv.num = mb;
+    q.mb = mb;
     const size_t at = p.text.find("mb");
     size_t end = at + 2;
     while (at != std::string::npos && end < p.text.size() && std::isdigit(static_cast<unsigned char>(p.text[end]))) ++end;
-    q.text = at == std::string::npos ? "mb" + std::to_string(mb) + p.text
+    const size_t colon = p.kind == ProblemKind::Conv ? 0 : p.text.find(':') + 1;  // after "kind:"
+    q.text = at == std::string::npos ? p.text.substr(0, colon) + "mb" + std::to_string(mb) + p.text.substr(colon)
                                      : p.text.substr(0, at) + "mb" + std::to_string(mb) + p.text.substr(end);
     return q;
 }

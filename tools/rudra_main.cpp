@@ -91,20 +91,21 @@ int main(int argc, char** argv) {
     auto* b = app.add_subcommand("bench", "kernel throughput: own SGEMM and convolutions against BLIS, oneDNN and "
                                           "OpenBLAS, side by side, in GFLOP/s and % of the measured peak");
     b->add_option("problems", bench.problems,
-                  "benchdnn-style descriptors: mb128ic3ih32oc32oh32kh5ph2 (convolution), m2048n2048k2048[ta][tb] (GEMM)");
+                  "benchdnn-style descriptors: mb128ic3ih32oc32oh32kh5ph2 (convolution), m2048n2048k2048[ta][tb] (GEMM), "
+                  "pool_max:mb128ic32ih32kh3sh2, pool_ave:..., lrn_within:mb128ic32ih16ls3, lrn_across:..., ip:mb128ic1024oc10");
     b->add_option("--batch-file", bench.batch_files, "file of descriptors, one per line ('#' comments)")
         ->check(CLI::ExistingFile);
     b->add_option("--mb", bench.minibatches, "mini-batch sweep for convolutions, e.g. 1,4,16,64,128,256")
         ->delimiter(',')
         ->check(CLI::PositiveNumber);
-    b->add_option("--backends", bench.backends, "comma-separated: own, blis, onednn, openblas (GEMM), reference")
+    b->add_option("--backends", bench.backends, "comma-separated: own, blis, onednn, openblas (GEMM), reference (pooling and LRN: own only)")
         ->delimiter(',')
         ->check(CLI::IsMember({"own", "blis", "onednn", "openblas", "reference"}))
         ->capture_default_str();
     b->add_option("--threads", bench.threads, "comma-separated thread counts (default: the OpenMP setting)")
         ->delimiter(',')
         ->check(CLI::PositiveNumber);
-    b->add_option("--passes", bench.passes, "convolution passes, comma-separated: fwd, bwd_data, bwd_weights")
+    b->add_option("--passes", bench.passes, "passes, comma-separated: fwd, bwd_data, bwd_weights (convolution and inner product)")
         ->delimiter(',')
         ->check(CLI::IsMember({"fwd", "bwd_data", "bwd_weights"}))
         ->capture_default_str();
