@@ -27,6 +27,12 @@ public:
     virtual void backward_data(const float* dy, const float* w, float* dx) = 0;
     // dw += correlation(x, dy); db += sum of dy per channel (db may be null)
     virtual void backward_weights(const float* x, const float* dy, float* dw, float* db) = 0;
+    // Both backward passes of one step over the same dy (dx may be null: no backward-data). A
+    // backend that converts dy into a layout of its own does so once for both.
+    virtual void backward(const float* x, const float* dy, const float* w, float* dx, float* dw, float* db) {
+        backward_weights(x, dy, dw, db);
+        if (dx) backward_data(dy, w, dx);
+    }
 };
 
 // `threads`: the OpenMP threads the kernel may use (at least 1).

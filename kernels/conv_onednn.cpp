@@ -96,6 +96,7 @@ public:
         wcount_ = static_cast<size_t>(O) * (C / G) * g.kernel_h * g.kernel_w;
         dw_tmp_ = AlignedBuffer(wcount_);
         db_tmp_ = AlignedBuffer(static_cast<size_t>(O));
+        shared_dy_ = bwd_data_pd_.diff_dst_desc() == bwd_weights_pd_.diff_dst_desc();
     }
 
     void forward(const float* x, const float* w, const float* bias, float* y) override {
@@ -111,15 +112,33 @@ public:
         strm_.wait();
     }
 
-    void backward_data(const float* dy, const float* w, float* dx) override {
-        bwd_data_.execute(strm_, {{DNNL_ARG_DIFF_DST, d_dy_->in(dy, strm_)}, {DNNL_ARG_WEIGHTS, d_w_->in(w, strm_)},
+    void backward_data(const float* dy, const float* w, float* dx) override { data_pass(d_dy_->in(dy, strm_), w, dx); }
+
+    void backward_weights(const float* x, const float* dy, float* dw, float* db) override {
+        weights_pass(x, w_dy_->in(dy, strm_), dw, db);
+    }
+
+    // dy is brought into the backward passes' layout once when both read the same one.
+    void backward(const float* x, const float* dy, const float* w, float* dx, float* dw, float* db) override {
+        if (!dx || !shared_dy_) {
+            ConvKernel::backward(x, dy, w, dx, dw, db);
+            return;
+        }
+        memory& dy_blocked = d_dy_->in(dy, strm_);
+        weights_pass(x, dy_blocked, dw, db);
+        data_pass(dy_blocked, w, dx);
+    }
+
+private:
+    void data_pass(memory& dy, const float* w, float* dx) {
+        bwd_data_.execute(strm_, {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_WEIGHTS, d_w_->in(w, strm_)},
                                   {DNNL_ARG_DIFF_SRC, d_dx_->out(dx)}});
         d_dx_->finish(strm_);
         strm_.wait();
     }
 
-    void backward_weights(const float* x, const float* dy, float* dw, float* db) override {
-        bwd_weights_.execute(strm_, {{DNNL_ARG_SRC, w_x_->in(x, strm_)}, {DNNL_ARG_DIFF_DST, w_dy_->in(dy, strm_)},
+    void weights_pass(const float* x, memory& dy, float* dw, float* db) {
+        bwd_weights_.execute(strm_, {{DNNL_ARG_SRC, w_x_->in(x, strm_)}, {DNNL_ARG_DIFF_DST, dy},
                                      {DNNL_ARG_DIFF_WEIGHTS, w_dw_->out(dw_tmp_.data())},
                                      {DNNL_ARG_DIFF_BIAS, w_db_->out(db_tmp_.data())}});
         w_dw_->finish(strm_);
@@ -130,7 +149,6 @@ public:
             for (size_t i = 0; i < db_tmp_.size(); ++i) db[i] += db_tmp_.data()[i];
     }
 
-private:
     dnnl::engine eng_;
     dnnl::stream strm_;
     dnnl::convolution_forward::primitive_desc fwd_pd_, fwd_nobias_pd_;
@@ -142,6 +160,7 @@ private:
     std::optional<Port> f_x_, f_w_, f_y_, f_b_, n_x_, n_w_, n_y_, d_dy_, d_w_, d_dx_, w_x_, w_dy_, w_dw_, w_db_;
     size_t wcount_ = 0;
     AlignedBuffer dw_tmp_, db_tmp_;
+    bool shared_dy_ = false;  // both backward passes want dy in the same layout
 };
 
 }  // namespace

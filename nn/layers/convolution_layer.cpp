@@ -68,10 +68,14 @@ public:
 
     void backward(const std::vector<Blob*>& top, const std::vector<bool>& propagate_down,
                   const std::vector<Blob*>& bottom) override {
-        kernel_->backward_weights(bottom[0]->data, top[0]->diff, param_views_[0].diff,
-                                  bias_term_ ? param_views_[1].diff : nullptr);
-        if (propagate_down[0])
-            (data_kernel_ ? data_kernel_ : kernel_)->backward_data(top[0]->diff, param_views_[0].data, bottom[0]->diff);
+        float* db = bias_term_ ? param_views_[1].diff : nullptr;
+        if (!data_kernel_) {
+            kernel_->backward(bottom[0]->data, top[0]->diff, param_views_[0].data,
+                              propagate_down[0] ? bottom[0]->diff : nullptr, param_views_[0].diff, db);
+            return;
+        }
+        kernel_->backward_weights(bottom[0]->data, top[0]->diff, param_views_[0].diff, db);
+        if (propagate_down[0]) data_kernel_->backward_data(top[0]->diff, param_views_[0].data, bottom[0]->diff);
     }
 
     std::string backend() const override { return backend_; }
