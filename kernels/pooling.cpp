@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/pool_narrow.h"
 #include "kernels/cpu_features.h"
 
 #if defined(__x86_64__)
@@ -254,6 +255,7 @@ void max_row(const float* xp, const PoolGeometry& g, int h0, int px0, int px1, f
 }  // namespace
 
 void max_pool_forward(const float* x, const PoolGeometry& g, long planes, float* y, int32_t* argmax) {
+    if (max_pool_forward_narrow(x, g, planes, y, argmax)) return;
     const int ph = g.pooled_h(), pw = g.pooled_w();
     const long in_plane = static_cast<long>(g.height) * g.width, out_plane = static_cast<long>(ph) * pw;
     const Interior in = interior(g);
@@ -297,6 +299,7 @@ void max_pool_backward(const float* dy, const int32_t* argmax, const PoolGeometr
 }
 
 void avg_pool_forward(const float* x, const PoolGeometry& g, long planes, float* y) {
+    if (avg_pool_forward_narrow(x, g, planes, y)) return;
     const int ph = g.pooled_h(), pw = g.pooled_w();
     const long in_plane = static_cast<long>(g.height) * g.width, out_plane = static_cast<long>(ph) * pw;
     const bool vector = vector_rows(g);
@@ -323,6 +326,7 @@ void avg_pool_forward(const float* x, const PoolGeometry& g, long planes, float*
 // added to every input row of the windows: adding tap by tap into dx would store and reload
 // overlapping addresses, which stalls store forwarding.
 void avg_pool_backward(const float* dy, const PoolGeometry& g, long planes, float* dx) {
+    if (avg_pool_backward_narrow(dy, g, planes, dx)) return;
     const int ph = g.pooled_h(), pw = g.pooled_w();
     const long in_plane = static_cast<long>(g.height) * g.width, out_plane = static_cast<long>(ph) * pw;
 #pragma omp parallel

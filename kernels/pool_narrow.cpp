@@ -1,0 +1,244 @@
+// Average pooling is separable: the window's rows are summed column by column, then each output
+// adds kernel_w columns of that sum. Max pooling likewise takes each column's maximum over the
+// window's rows, with its index, then the maximum over kernel_w columns. With at most 32 columns the column sums are two registers,
+// and every tap is one permutation of them under a mask (zero outside the image), so nothing
+// goes through memory between the two steps. (Storing the sums and reloading them at shifted
+// offsets had stalled on store forwarding, and was slower than summing taps directly.) The
+// backward pass is the transpose: the shares dy / divisor of one output row are one register,
+// each input column gathers, by the same permutations, the shares of the windows covering it,
+// and each input row is the sum of those rows over the windows that hold it.
+//
+// Max pooling keeps Caffe's choice among equal maxima, the first in the window's row-major scan:
+// down a column the first row wins, and across columns the smaller input index.
+#include "kernels/pool_narrow.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu_features.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace rudra::kernels {
+
+#if defined(__x86_64__)
+namespace {
+
+constexpr int kMaxWidth = 32, kMaxOutputs = 16, kMaxKernel = 16;
+
+// Permutation tables of one geometry, by tap kw:
+//   forward: output lane px reads column SW px + kw - pad_w of the column sums [lo, hi];
+//   backward: input column w (lanes of half 0: w < 16, half 1: w >= 16) takes the share of
+//   output (w + pad_w - kw) / SW when that is whole and an output of the row.
+struct Tables {
+    int32_t fwd_idx[kMaxKernel][16];
+    uint16_t fwd_mask[kMaxKernel];
+    int32_t bwd_idx[kMaxKernel][2][16];
+    uint16_t bwd_mask[kMaxKernel][2];
+};
+
+bool applies(const PoolGeometry& g) {
+    return cpu_has_avx512f() && g.width <= kMaxWidth && g.pooled_w() <= kMaxOutputs && g.kernel_w <= kMaxKernel &&
+           (g.stride_w == 1 || g.stride_w == 2);
+}
+
+Tables make_tables(const PoolGeometry& g) {
+    Tables t{};
+    const int pw = g.pooled_w(), sw = g.stride_w;
+    for (int kw = 0; kw < g.kernel_w; ++kw) {
+        for (int px = 0; px < 16; ++px) {
+            const int col = sw * px + kw - g.pad_w;
+            const bool in = px < pw && col >= 0 && col < g.width;
+            t.fwd_idx[kw][px] = in ? col : 0;
+            if (in) t.fwd_mask[kw] |= static_cast<uint16_t>(1u << px);
+        }
+        for (int half = 0; half < 2; ++half)
+            for (int lane = 0; lane < 16; ++lane) {
+                const int w = 16 * half + lane, start = w + g.pad_w - kw;  // padded column of the window start
+                const bool in = w < g.width && start >= 0 && start % sw == 0 && start / sw < pw;
+                t.bwd_idx[kw][half][lane] = in ? start / sw : 0;
+                if (in) t.bwd_mask[kw][half] |= static_cast<uint16_t>(1u << lane);
+            }
+    }
+    return t;
+}
+
+// 1 / divisor of each output, 16 per output row: the window clipped to the padded image, as in
+// Caffe (zero past the row's outputs).
+std::vector<float> inverse_divisors(const PoolGeometry& g) {
+    const int ph = g.pooled_h(), pw = g.pooled_w();
+    std::vector<float> inv(static_cast<size_t>(ph) * 16, 0.0f);
+    for (int py = 0; py < ph; ++py) {
+        const int h0 = py * g.stride_h - g.pad_h;
+        const int dh = std::min(h0 + g.kernel_h, g.height + g.pad_h) - h0;
+        for (int px = 0; px < pw; ++px) {
+            const int w0 = px * g.stride_w - g.pad_w;
+            const int dw = std::min(w0 + g.kernel_w, g.width + g.pad_w) - w0;
+            inv[static_cast<size_t>(py) * 16 + px] = 1.0f / static_cast<float>(dh * dw);
+        }
+    }
+    return inv;
+}
+
+__attribute__((target("avx512f"))) void forward(const float* x, const PoolGeometry& g, long planes, float* y) {
+    const Tables t = make_tables(g);
+    const std::vector<float> inv = inverse_divisors(g);
+    const int ph = g.pooled_h(), pw = g.pooled_w(), W = g.width;
+    const long in_plane = static_cast<long>(g.height) * W, out_plane = static_cast<long>(ph) * pw;
+    const __mmask16 lo_cols = static_cast<__mmask16>(W >= 16 ? 0xFFFF : (1u << W) - 1),
+                    hi_cols = static_cast<__mmask16>(W > 16 ? (1u << (W - 16)) - 1 : 0),
+                    outputs = static_cast<__mmask16>((1u << pw) - 1);
+#pragma omp parallel for schedule(static)
+    for (long p = 0; p < planes; ++p) {
+        const float* xp = x + p * in_plane;
+        float* yp = y + p * out_plane;
+        for (int py = 0; py < ph; ++py) {
+            const int h0 = py * g.stride_h - g.pad_h;
+            __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
+            for (int h = std::max(h0, 0); h < std::min(h0 + g.kernel_h, g.height); ++h) {
+                lo = _mm512_add_ps(lo, _mm512_maskz_loadu_ps(lo_cols, xp + static_cast<long>(h) * W));
+                hi = _mm512_add_ps(hi, _mm512_maskz_loadu_ps(hi_cols, xp + static_cast<long>(h) * W + 16));
+            }
+            __m512 sum = _mm512_setzero_ps();
+            for (int kw = 0; kw < g.kernel_w; ++kw)
+                sum = _mm512_add_ps(sum, _mm512_maskz_permutex2var_ps(t.fwd_mask[kw], lo,
+                                                                      _mm512_loadu_si512(t.fwd_idx[kw]), hi));
+            _mm512_mask_storeu_ps(yp + static_cast<long>(py) * pw, outputs,
+                                  _mm512_mul_ps(sum, _mm512_loadu_ps(inv.data() + static_cast<size_t>(py) * 16)));
+        }
+    }
+}
+
+__attribute__((target("avx512f"))) void backward(const float* dy, const PoolGeometry& g, long planes, float* dx) {
+    const Tables t = make_tables(g);
+    const std::vector<float> inv = inverse_divisors(g);
+    const int ph = g.pooled_h(), pw = g.pooled_w(), W = g.width, H = g.height;
+    const long in_plane = static_cast<long>(H) * W, out_plane = static_cast<long>(ph) * pw;
+    const __mmask16 lo_cols = static_cast<__mmask16>(W >= 16 ? 0xFFFF : (1u << W) - 1),
+                    hi_cols = static_cast<__mmask16>(W > 16 ? (1u << (W - 16)) - 1 : 0),
+                    outputs = static_cast<__mmask16>((1u << pw) - 1);
+#pragma omp parallel
+    {
+        // Each output row's spread shares, then each input row sums those of the windows
+        // covering it and is written once: no memset, and no masked store read back (which
+        // does not forward).
+        std::vector<float> spread(static_cast<size_t>(ph) * kMaxWidth);
+#pragma omp for schedule(static)
+        for (long p = 0; p < planes; ++p) {
+            const float* dyp = dy + p * out_plane;
+            for (int py = 0; py < ph; ++py) {
+                const __m512 share = _mm512_mul_ps(_mm512_maskz_loadu_ps(outputs, dyp + static_cast<long>(py) * pw),
+                                                   _mm512_loadu_ps(inv.data() + static_cast<size_t>(py) * 16));
+                __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
+                for (int kw = 0; kw < g.kernel_w; ++kw) {
+                    lo = _mm512_add_ps(lo, _mm512_maskz_permutexvar_ps(t.bwd_mask[kw][0],
+                                                                       _mm512_loadu_si512(t.bwd_idx[kw][0]), share));
+                    if (hi_cols)
+                        hi = _mm512_add_ps(hi, _mm512_maskz_permutexvar_ps(t.bwd_mask[kw][1],
+                                                                           _mm512_loadu_si512(t.bwd_idx[kw][1]), share));
+                }
+                _mm512_storeu_ps(spread.data() + static_cast<size_t>(py) * kMaxWidth, lo);
+                _mm512_storeu_ps(spread.data() + static_cast<size_t>(py) * kMaxWidth + 16, hi);
+            }
+            float* dxp = dx + p * in_plane;
+            for (int h = 0; h < H; ++h) {
+                // Output rows whose windows [py sh - pad_h, + kernel_h) hold row h.
+                const int first = std::max(0, (h + g.pad_h - g.kernel_h + g.stride_h) / g.stride_h);
+                const int last = std::min(ph - 1, (h + g.pad_h) / g.stride_h);
+                __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
+                for (int py = first; py <= last; ++py) {
+                    lo = _mm512_add_ps(lo, _mm512_loadu_ps(spread.data() + static_cast<size_t>(py) * kMaxWidth));
+                    hi = _mm512_add_ps(hi, _mm512_loadu_ps(spread.data() + static_cast<size_t>(py) * kMaxWidth + 16));
+                }
+                float* row = dxp + static_cast<long>(h) * W;
+                _mm512_mask_storeu_ps(row, lo_cols, lo);
+                _mm512_mask_storeu_ps(row + 16, hi_cols, hi);
+            }
+        }
+    }
+}
+
+__attribute__((target("avx512f"))) void max_forward(const float* x, const PoolGeometry& g, long planes, float* y,
+                                                      int32_t* argmax) {
+    const Tables t = make_tables(g);
+    const int ph = g.pooled_h(), pw = g.pooled_w(), W = g.width;
+    const long in_plane = static_cast<long>(g.height) * W, out_plane = static_cast<long>(ph) * pw;
+    const __mmask16 lo_cols = static_cast<__mmask16>(W >= 16 ? 0xFFFF : (1u << W) - 1),
+                    hi_cols = static_cast<__mmask16>(W > 16 ? (1u << (W - 16)) - 1 : 0),
+                    outputs = static_cast<__mmask16>((1u << pw) - 1);
+    const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+#pragma omp parallel for schedule(static)
+    for (long p = 0; p < planes; ++p) {
+        const float* xp = x + p * in_plane;
+        float* yp = y + p * out_plane;
+        int32_t* ap = argmax + p * out_plane;
+        for (int py = 0; py < ph; ++py) {
+            const int h0 = py * g.stride_h - g.pad_h;
+            const int hs = std::max(h0, 0), he = std::min(h0 + g.kernel_h, g.height);
+            // Column maxima over the window's rows and their input indices.
+            __m512 lo = _mm512_maskz_loadu_ps(lo_cols, xp + static_cast<long>(hs) * W),
+                   hi = _mm512_maskz_loadu_ps(hi_cols, xp + static_cast<long>(hs) * W + 16);
+            __m512i ilo = _mm512_add_epi32(iota, _mm512_set1_epi32(hs * W)),
+                    ihi = _mm512_add_epi32(iota, _mm512_set1_epi32(hs * W + 16));
+            for (int h = hs + 1; h < he; ++h) {
+                const __m512 vlo = _mm512_maskz_loadu_ps(lo_cols, xp + static_cast<long>(h) * W),
+                             vhi = _mm512_maskz_loadu_ps(hi_cols, xp + static_cast<long>(h) * W + 16);
+                const __mmask16 tlo = _mm512_cmp_ps_mask(vlo, lo, _CMP_GT_OQ), thi = _mm512_cmp_ps_mask(vhi, hi, _CMP_GT_OQ);
+                lo = _mm512_mask_blend_ps(tlo, lo, vlo);
+                hi = _mm512_mask_blend_ps(thi, hi, vhi);
+                ilo = _mm512_mask_blend_epi32(tlo, ilo, _mm512_add_epi32(iota, _mm512_set1_epi32(h * W)));
+                ihi = _mm512_mask_blend_epi32(thi, ihi, _mm512_add_epi32(iota, _mm512_set1_epi32(h * W + 16)));
+            }
+            // Across the window's columns: the larger value, or the smaller index among equals.
+            __m512 best = _mm512_setzero_ps();
+            __m512i arg = _mm512_set1_epi32(-1);
+            __mmask16 seen = 0;
+            for (int kw = 0; kw < g.kernel_w && hs < he; ++kw) {
+                const __mmask16 in = t.fwd_mask[kw];
+                const __m512i idx = _mm512_loadu_si512(t.fwd_idx[kw]);
+                const __m512 v = _mm512_permutex2var_ps(lo, idx, hi);
+                const __m512i i = _mm512_permutex2var_epi32(ilo, idx, ihi);
+                const __mmask16 take = in & (~seen | _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ) |
+                                             (_mm512_cmp_ps_mask(v, best, _CMP_EQ_OQ) & _mm512_cmplt_epi32_mask(i, arg)));
+                seen |= in;
+                best = _mm512_mask_blend_ps(take, best, v);
+                arg = _mm512_mask_blend_epi32(take, arg, i);
+            }
+            _mm512_mask_storeu_ps(yp + static_cast<long>(py) * pw, outputs, best);
+            _mm512_mask_storeu_epi32(ap + static_cast<long>(py) * pw, outputs, arg);
+        }
+    }
+}
+
+}  // namespace
+
+bool avg_pool_forward_narrow(const float* x, const PoolGeometry& g, long planes, float* y) {
+    if (!applies(g)) return false;
+    forward(x, g, planes, y);
+    return true;
+}
+
+bool avg_pool_backward_narrow(const float* dy, const PoolGeometry& g, long planes, float* dx) {
+    if (!applies(g)) return false;
+    backward(dy, g, planes, dx);
+    return true;
+}
+
+bool max_pool_forward_narrow(const float* x, const PoolGeometry& g, long planes, float* y, int32_t* argmax) {
+    if (!applies(g)) return false;
+    max_forward(x, g, planes, y, argmax);
+    return true;
+}
+
+#else
+
+bool avg_pool_forward_narrow(const float*, const PoolGeometry&, long, float*) { return false; }
+bool avg_pool_backward_narrow(const float*, const PoolGeometry&, long, float*) { return false; }
+bool max_pool_forward_narrow(const float*, const PoolGeometry&, long, float*, int32_t*) { return false; }
+
+#endif
+
+}  // namespace rudra::kernels
