@@ -102,8 +102,7 @@ ImplicitConvWeights::ImplicitConvWeights(const MicroKernel& uk, const ConvGeomet
     for (int c = 0; c < g.channels; ++c)
         for (int kh = 0; kh < g.kernel_h; ++kh)
             for (int kw = 0; kw < g.kernel_w; ++kw) tap_offsets_.push_back((c * hp_ + kh) * wp_ + kw);
-    for (int y = 0; y < g.out_h(); ++y)
-        for (int x = 0; x < g.out_w(); ++x) pixel_offsets_.push_back(y * wp_ + x);
+    for (int y = 0; y < g.out_h(); ++y) row_offsets_.push_back(y * wp_);
 }
 
 void ImplicitConvWeights::accumulate(const float* img, const float* dy, float* acc, float* scratch,
@@ -122,10 +121,12 @@ void ImplicitConvWeights::accumulate(const float* img, const float* dy, float* a
         const int r0 = ir * MR, rows = std::min(MR, K - r0);
         const float* a_rows[kMaxGatherRows];
         for (int i = 0; i < rows; ++i) a_rows[i] = padded + tap_offsets_[static_cast<size_t>(r0 + i)];
+        // k runs over whole output rows (runs of OW pixels), about kc pixels at a time.
+        const int OW = g_.out_w(), rows_per_step = std::max(1, uk_.kc / OW);
         for (int s = 0; s * NR < m_; ++s)
-            for (int pc = 0; pc < P; pc += uk_.kc) {
-                const int kc = std::min(uk_.kc, P - pc);
-                uk_.gather_a(rows, kc, a_rows, pixel_offsets_.data() + pc,
+            for (int y = 0; y < g_.out_h(); y += rows_per_step) {
+                const int pc = y * OW, kc = std::min(rows_per_step, g_.out_h() - y) * OW;
+                uk_.gather_a(rows, kc, OW, a_rows, row_offsets_.data() + y,
                              slivers + (static_cast<long>(s) * P + pc) * NR,
                              acc + static_cast<long>(r0) * o_round_ + s * NR, o_round_, 1.0f);
             }

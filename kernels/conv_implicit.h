@@ -56,7 +56,7 @@ private:
     int m_, o_round_, hp_, wp_;
     size_t padded_floats_, slivers_floats_;
     std::vector<int32_t> tap_offsets_;    // per im2col row (c, kh, kw) in the padded image
-    std::vector<int32_t> pixel_offsets_;  // per output pixel (y, x): y * wp + x
+    std::vector<int32_t> row_offsets_;  // per output row y: y * wp (its pixels follow contiguously)
 };
 
 }  // namespace rudra::kernels

@@ -27,11 +27,14 @@ using MicroKernelEdgeFn = void (*)(int rows, int cols, int64_t k, const float* a
 using MicroKernelIndirectFn = void (*)(int rows, int parts, int64_t k, const float* a, const float* const* bases,
                                        const int32_t* offsets, float* c, int64_t rs_c, float beta);
 
-// A tile whose A values are gathered: A(i, p) = a_rows[i][a_offsets[p]], B packed (nr per p),
+// A tile whose A values are gathered in runs of `run` consecutive values:
+// A(i, p) = a_rows[i][run_offsets[p / run] + p % run] (k a multiple of run), B packed (nr per p),
 // C accumulated (beta 0 or 1). The implicit backward-weights convolution reads the padded image
-// this way (rows: kernel taps, p: output pixels).
-using MicroKernelGatherAFn = void (*)(int rows, int64_t k, const float* const* a_rows, const int32_t* a_offsets,
-                                      const float* b, float* c, int64_t rs_c, float beta);
+// this way (rows: kernel taps, p: output pixels, a run: one output row). Within a run the
+// addresses follow from p alone; an offset loaded per p had put a load in front of every
+// step's broadcasts and cost 6% of the speed.
+using MicroKernelGatherAFn = void (*)(int rows, int64_t k, int64_t run, const float* const* a_rows,
+                                      const int32_t* run_offsets, const float* b, float* c, int64_t rs_c, float beta);
 
 struct MicroKernel {
     const char* name;  // what RUDRA_SGEMM_KERNEL and --kernel accept

@@ -73,17 +73,20 @@ void indirect_vsx_rows(int64_t k, const float* a, const float* const* bases, con
 }
 
 template <int ROWS>
-void gather_a_vsx_rows(int64_t k, const float* const* a_rows, const int32_t* a_offsets, const float* b, float* c,
-                       int64_t rs_c, float beta) {
+void gather_a_vsx_rows(int64_t k, int64_t run, const float* const* a_rows, const int32_t* run_offsets, const float* b,
+                       float* c, int64_t rs_c, float beta) {
     __vector float acc[ROWS][4];
     for (int i = 0; i < ROWS; ++i)
         for (int q = 0; q < 4; ++q) acc[i][q] = vec_splats(0.0f);
     float a_col[ROWS];
-    for (int64_t p = 0; p < k; ++p, b += kNR) {
-        const int32_t o = a_offsets[p];
-        for (int i = 0; i < ROWS; ++i) a_col[i] = a_rows[i][o];
-        const __vector float bv[4] = {vec_xl(0, b), vec_xl(16, b), vec_xl(32, b), vec_xl(48, b)};
-        rank1<ROWS>(acc, a_col, bv);
+    for (int64_t s = 0; s < k / run; ++s) {
+        const float* rows[ROWS];
+        for (int i = 0; i < ROWS; ++i) rows[i] = a_rows[i] + run_offsets[s];
+        for (int64_t p = 0; p < run; ++p, b += kNR) {
+            for (int i = 0; i < ROWS; ++i) a_col[i] = rows[i][p];
+            const __vector float bv[4] = {vec_xl(0, b), vec_xl(16, b), vec_xl(32, b), vec_xl(48, b)};
+            rank1<ROWS>(acc, a_col, bv);
+        }
     }
     store_tile<ROWS>(acc, c, rs_c, beta);
 }
@@ -104,9 +107,9 @@ void indirect_vsx(int rows, int parts, int64_t k, const float* a, const float* c
     kByRows[rows](k, a, bases, offsets, c, rs_c, beta);
 }
 
-void gather_a_vsx(int rows, int64_t k, const float* const* a_rows, const int32_t* a_offsets, const float* b, float* c,
-                  int64_t rs_c, float beta) {
-    using Fn = void (*)(int64_t, const float* const*, const int32_t*, const float*, float*, int64_t, float);
+void gather_a_vsx(int rows, int64_t k, int64_t run, const float* const* a_rows, const int32_t* run_offsets,
+                  const float* b, float* c, int64_t rs_c, float beta) {
+    using Fn = void (*)(int64_t, int64_t, const float* const*, const int32_t*, const float*, float*, int64_t, float);
     static constexpr Fn kByRows[kMR + 1] = {nullptr,
                                            gather_a_vsx_rows<1>,
                                            gather_a_vsx_rows<2>,
@@ -116,7 +119,7 @@ void gather_a_vsx(int rows, int64_t k, const float* const* a_rows, const int32_t
                                            gather_a_vsx_rows<6>,
                                            gather_a_vsx_rows<7>,
                                            gather_a_vsx_rows<8>};
-    kByRows[rows](k, a_rows, a_offsets, b, c, rs_c, beta);
+    kByRows[rows](k, run, a_rows, run_offsets, b, c, rs_c, beta);
 }
 
 constexpr MicroKernel kVsx{"vsx", "POWER VSX", kMR, kNR, 256, 256, 4096, run_vsx, nullptr, indirect_vsx, gather_a_vsx};

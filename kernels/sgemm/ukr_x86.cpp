@@ -124,38 +124,38 @@ __attribute__((target("avx512f"))) void indirect_avx512_rows(int64_t k, const fl
 }
 
 template <int ROWS>
-__attribute__((target("avx512f"))) void gather_a_avx512_rows(int64_t k, const float* const* a_rows,
-                                                               const int32_t* a_offsets, const float* b, float* c,
+__attribute__((target("avx512f"))) void gather_a_avx512_rows(int64_t k, int64_t run, const float* const* a_rows,
+                                                               const int32_t* run_offsets, const float* b, float* c,
                                                                int64_t rs_c, float beta) {
     __m512 lo[ROWS], hi[ROWS];
-    const float* rows[ROWS];
 #pragma GCC unroll 16
-    for (int i = 0; i < ROWS; ++i) {
-        lo[i] = hi[i] = _mm512_setzero_ps();
-        rows[i] = a_rows[i];
-    }
-    for (int64_t p = 0; p < k; ++p, b += kNR512) {
-        const int32_t o = a_offsets[p];
-        const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+    for (int i = 0; i < ROWS; ++i) lo[i] = hi[i] = _mm512_setzero_ps();
+    for (int64_t s = 0; s < k / run; ++s) {
+        const float* rows[ROWS];
 #pragma GCC unroll 16
-        for (int i = 0; i < ROWS; ++i) {
-            const __m512 ai = _mm512_set1_ps(rows[i][o]);
-            lo[i] = _mm512_fmadd_ps(ai, b0, lo[i]);
-            hi[i] = _mm512_fmadd_ps(ai, b1, hi[i]);
+        for (int i = 0; i < ROWS; ++i) rows[i] = a_rows[i] + run_offsets[s];
+        for (int64_t p = 0; p < run; ++p, b += kNR512) {
+            const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+#pragma GCC unroll 16
+            for (int i = 0; i < ROWS; ++i) {
+                const __m512 ai = _mm512_set1_ps(rows[i][p]);
+                lo[i] = _mm512_fmadd_ps(ai, b0, lo[i]);
+                hi[i] = _mm512_fmadd_ps(ai, b1, hi[i]);
+            }
         }
     }
     store_tile<ROWS>(lo, hi, c, rs_c, beta);
 }
 
-void gather_a_avx512(int rows, int64_t k, const float* const* a_rows, const int32_t* a_offsets, const float* b,
-                     float* c, int64_t rs_c, float beta) {
-    using Fn = void (*)(int64_t, const float* const*, const int32_t*, const float*, float*, int64_t, float);
+void gather_a_avx512(int rows, int64_t k, int64_t run, const float* const* a_rows, const int32_t* run_offsets,
+                     const float* b, float* c, int64_t rs_c, float beta) {
+    using Fn = void (*)(int64_t, int64_t, const float* const*, const int32_t*, const float*, float*, int64_t, float);
     static constexpr Fn kByRows[kMR512 + 1] = {
         nullptr, gather_a_avx512_rows<1>, gather_a_avx512_rows<2>, gather_a_avx512_rows<3>,
         gather_a_avx512_rows<4>, gather_a_avx512_rows<5>, gather_a_avx512_rows<6>, gather_a_avx512_rows<7>,
         gather_a_avx512_rows<8>, gather_a_avx512_rows<9>, gather_a_avx512_rows<10>, gather_a_avx512_rows<11>,
         gather_a_avx512_rows<12>};
-    kByRows[rows](k, a_rows, a_offsets, b, c, rs_c, beta);
+    kByRows[rows](k, run, a_rows, run_offsets, b, c, rs_c, beta);
 }
 
 template <int PARTS>
@@ -259,24 +259,24 @@ __attribute__((target("avx2,fma"))) void indirect_avx2_rows(int64_t k, const flo
 }
 
 template <int ROWS>
-__attribute__((target("avx2,fma"))) void gather_a_avx2_rows(int64_t k, const float* const* a_rows,
-                                                              const int32_t* a_offsets, const float* b, float* c,
+__attribute__((target("avx2,fma"))) void gather_a_avx2_rows(int64_t k, int64_t run, const float* const* a_rows,
+                                                              const int32_t* run_offsets, const float* b, float* c,
                                                               int64_t rs_c, float beta) {
     __m256 lo[ROWS], hi[ROWS];
-    const float* rows[ROWS];
 #pragma GCC unroll 8
-    for (int i = 0; i < ROWS; ++i) {
-        lo[i] = hi[i] = _mm256_setzero_ps();
-        rows[i] = a_rows[i];
-    }
-    for (int64_t p = 0; p < k; ++p, b += kNR256) {
-        const int32_t o = a_offsets[p];
-        const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+    for (int i = 0; i < ROWS; ++i) lo[i] = hi[i] = _mm256_setzero_ps();
+    for (int64_t s = 0; s < k / run; ++s) {
+        const float* rows[ROWS];
 #pragma GCC unroll 8
-        for (int i = 0; i < ROWS; ++i) {
-            const __m256 ai = _mm256_broadcast_ss(rows[i] + o);
-            lo[i] = _mm256_fmadd_ps(ai, b0, lo[i]);
-            hi[i] = _mm256_fmadd_ps(ai, b1, hi[i]);
+        for (int i = 0; i < ROWS; ++i) rows[i] = a_rows[i] + run_offsets[s];
+        for (int64_t p = 0; p < run; ++p, b += kNR256) {
+            const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+#pragma GCC unroll 8
+            for (int i = 0; i < ROWS; ++i) {
+                const __m256 ai = _mm256_broadcast_ss(rows[i] + p);
+                lo[i] = _mm256_fmadd_ps(ai, b0, lo[i]);
+                hi[i] = _mm256_fmadd_ps(ai, b1, hi[i]);
+            }
         }
     }
     store_tile_avx2<ROWS>(lo, hi, c, rs_c, beta);
@@ -296,9 +296,9 @@ void indirect_avx2(int rows, int parts, int64_t k, const float* a, const float* 
     kByRows[rows](k, a, bases, offsets, c, rs_c, beta);
 }
 
-void gather_a_avx2(int rows, int64_t k, const float* const* a_rows, const int32_t* a_offsets, const float* b, float* c,
-                   int64_t rs_c, float beta) {
-    using Fn = void (*)(int64_t, const float* const*, const int32_t*, const float*, float*, int64_t, float);
+void gather_a_avx2(int rows, int64_t k, int64_t run, const float* const* a_rows, const int32_t* run_offsets,
+                   const float* b, float* c, int64_t rs_c, float beta) {
+    using Fn = void (*)(int64_t, int64_t, const float* const*, const int32_t*, const float*, float*, int64_t, float);
     static constexpr Fn kByRows[kMR256 + 1] = {nullptr,
                                               gather_a_avx2_rows<1>,
                                               gather_a_avx2_rows<2>,
@@ -306,7 +306,7 @@ void gather_a_avx2(int rows, int64_t k, const float* const* a_rows, const int32_
                                               gather_a_avx2_rows<4>,
                                               gather_a_avx2_rows<5>,
                                               gather_a_avx2_rows<6>};
-    kByRows[rows](k, a_rows, a_offsets, b, c, rs_c, beta);
+    kByRows[rows](k, run, a_rows, run_offsets, b, c, rs_c, beta);
 }
 
 // Block sizes: the kc x nr B sliver stays in L1 or L2, the mc x kc A block in L2, the kc x nc
