@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/lrn_narrow.h"
+
 namespace rudra::kernels {
 namespace {
 
@@ -142,6 +144,7 @@ void lrn_backward_image(const float* x, const float* y, const float* scale, cons
 }  // namespace
 
 void lrn_forward(const float* x, const LrnGeometry& g, int num, float* y, float* scale) {
+    if (lrn_forward_narrow(x, g, num, y)) return;
     const long count = static_cast<long>(g.channels) * g.height * g.width;
     const float a = norm_coefficient(g), k = offset(g);
 #pragma omp parallel for schedule(static)
@@ -156,6 +159,7 @@ void lrn_forward(const float* x, const LrnGeometry& g, int num, float* y, float*
 
 void lrn_backward(const float* x, const float* y, const float* scale, const float* dy,
                   const LrnGeometry& g, int num, float* dx, float* work) {
+    if (lrn_backward_narrow(x, dy, g, num, dx)) return;
     const long count = static_cast<long>(g.channels) * g.height * g.width;
     const float coeff = 2.0f * norm_coefficient(g) * g.beta;
 #pragma omp parallel for schedule(static)

@@ -13,7 +13,9 @@ struct LrnGeometry {
     bool across_channels = true;
 };
 
-// scale receives s (kept for backward). All arrays are [num, channels, height, width].
+// scale receives s (kept for backward) where the general path runs; the narrow planes of
+// kernels/lrn_narrow.h compute it again in the backward pass and leave scale alone.
+// All arrays are [num, channels, height, width].
 void lrn_forward(const float* x, const LrnGeometry& g, int num, float* y, float* scale);
 // dx = dy * s^-beta - 2*alpha*beta/norm * x * window_sum(dy * y / s); work has x's size (across
 // channels only: within a channel each plane is worked on in a small buffer of the thread).
