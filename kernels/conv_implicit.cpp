@@ -99,9 +99,14 @@ ImplicitConvWeights::ImplicitConvWeights(const MicroKernel& uk, const ConvGeomet
       hp_(g.height + 2 * g.pad_h),
       wp_(g.width + 2 * g.pad_w), padded_floats_((static_cast<size_t>(g.channels) * hp_ * wp_ + 15) / 16 * 16),
       slivers_floats_(static_cast<size_t>(g.col_cols()) * o_round_) {
-    for (int c = 0; c < g.channels; ++c)
-        for (int kh = 0; kh < g.kernel_h; ++kh)
-            for (int kw = 0; kw < g.kernel_w; ++kw) tap_offsets_.push_back((c * hp_ + kh) * wp_ + kw);
+    // Taps in (kh, c, kw) order, so that a panel of MR taps spans few kernel rows.
+    for (int kh = 0; kh < g.kernel_h; ++kh)
+        for (int c = 0; c < g.channels; ++c)
+            for (int kw = 0; kw < g.kernel_w; ++kw) {
+                tap_offsets_.push_back((c * hp_ + kh) * wp_ + kw);
+                tap_kh_.push_back(kh);
+                tap_weight_.push_back((c * g.kernel_h + kh) * g.kernel_w + kw);
+            }
     for (int y = 0; y < g.out_h(); ++y) row_offsets_.push_back(y * wp_);
 }
 
@@ -121,11 +126,16 @@ void ImplicitConvWeights::accumulate(const float* img, const float* dy, float* a
         const int r0 = ir * MR, rows = std::min(MR, K - r0);
         const float* a_rows[kMaxGatherRows];
         for (int i = 0; i < rows; ++i) a_rows[i] = padded + tap_offsets_[static_cast<size_t>(r0 + i)];
-        // k runs over whole output rows (runs of OW pixels), about kc pixels at a time.
+        // k runs over whole output rows (runs of OW pixels), about kc pixels at a time, and only
+        // over the rows where some tap of the panel reads the image: for the others, all of its
+        // taps read the zero padding (for a 5 x 5 kernel with padding 2 on 8 x 8 images, 15% of
+        // the work).
         const int OW = g_.out_w(), rows_per_step = std::max(1, uk_.kc / OW);
+        const int kh_lo = tap_kh_[static_cast<size_t>(r0)], kh_hi = tap_kh_[static_cast<size_t>(r0 + rows - 1)];
+        const int y_lo = std::max(0, g_.pad_h - kh_hi), y_hi = std::min(g_.out_h(), g_.height + g_.pad_h - kh_lo);
         for (int s = 0; s * NR < m_; ++s)
-            for (int y = 0; y < g_.out_h(); y += rows_per_step) {
-                const int pc = y * OW, kc = std::min(rows_per_step, g_.out_h() - y) * OW;
+            for (int y = y_lo; y < y_hi; y += rows_per_step) {
+                const int pc = y * OW, kc = std::min(rows_per_step, y_hi - y) * OW;
                 uk_.gather_a(rows, kc, OW, a_rows, row_offsets_.data() + y,
                              slivers + (static_cast<long>(s) * P + pc) * NR,
                              acc + static_cast<long>(r0) * o_round_ + s * NR, o_round_, 1.0f);
@@ -138,7 +148,7 @@ void ImplicitConvWeights::add_to(const float* acc, float* dw) const {
     const int K = g_.col_rows();
     for (int o = 0; o < m_; ++o) {
         float* row = dw + static_cast<long>(o) * K;
-        for (int r = 0; r < K; ++r) row[r] += acc[static_cast<long>(r) * o_round_ + o];
+        for (int r = 0; r < K; ++r) row[tap_weight_[static_cast<size_t>(r)]] += acc[static_cast<long>(r) * o_round_ + o];
     }
 }
 

@@ -42,7 +42,8 @@ public:
 
     ImplicitConvWeights(const MicroKernel& kernel, const ConvGeometry& g, int out_channels);
     size_t scratch_floats() const { return padded_floats_ + slivers_floats_; }
-    // The accumulator holds dW^T: col_rows() x out_channels rounded up to nr (acc_ld()).
+    // The accumulator holds dW^T: col_rows() x out_channels rounded up to nr (acc_ld()), its
+    // rows in (kh, c, kw) order; add_to puts them back in the filters' order.
     int acc_ld() const { return o_round_; }
     size_t acc_floats() const { return static_cast<size_t>(g_.col_rows()) * o_round_; }
     // acc += im2col(img) dy^T for one image (dy: out_channels x col_cols()).
@@ -55,7 +56,9 @@ private:
     ConvGeometry g_;
     int m_, o_round_, hp_, wp_;
     size_t padded_floats_, slivers_floats_;
-    std::vector<int32_t> tap_offsets_;    // per im2col row (c, kh, kw) in the padded image
+    // Per tap, in (kh, c, kw) order: its offset in the padded image, its kernel row, and its
+    // index in a filter's weights (c, kh, kw).
+    std::vector<int32_t> tap_offsets_, tap_kh_, tap_weight_;
     std::vector<int32_t> row_offsets_;  // per output row y: y * wp (its pixels follow contiguously)
 };
 
