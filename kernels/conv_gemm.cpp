@@ -38,23 +38,30 @@ public:
                                                   implicit_bwd_ ? implicit_bwd_->scratch_floats() : 0,
                                                   implicit_w_ ? implicit_w_->scratch_floats() : 0})))),
           scratch_(std::max(1, team_) * (col_floats_ + grad_floats_ + work_floats_)),
-          packed_w_(own_packed_ ? packed_a_floats(selected_micro_kernel().kernel, m_g(), k_g()) : 0),
+          packed_w_(implicit_ ? implicit_->packed_floats()
+                              : own_packed_ ? packed_a_floats(selected_micro_kernel().kernel, m_g(), k_g()) : 0),
           packed_wt_(own_packed_ && !implicit_bwd_ ? packed_a_floats(selected_micro_kernel().kernel, k_g(), m_g()) : 0),
           rotated_w_(implicit_bwd_ ? static_cast<size_t>(p.out_channels) * k_g() : 0),
-          packed_rotated_w_(implicit_bwd_ ? packed_a_floats(selected_micro_kernel().kernel, g_.channels,
-                                                             p.out_channels * g_.kernel_h * g_.kernel_w)
-                                          : 0) {}
+          packed_rotated_w_(implicit_bwd_ ? implicit_bwd_->packed_floats() : 0) {}
 
     void forward(const float* x, const float* w, const float* bias, float* y) override {
         // The own SGEMM packs the weights once for all images.
         const MicroKernel& uk = selected_micro_kernel().kernel;
+        if (implicit_) {
+            implicit_->pack_weights(w, packed_w_.data());
+            for_image_groups(implicit_->images_per_call(), [&](int n0, int count, int t, int gemm_threads) {
+                implicit_->run(packed_w_.data(), x + n0 * in_count(), in_count(), count, y + n0 * out_count(),
+                               out_count(), work_buffer(t), gemm_threads);
+                if (bias)
+                    for (int n = n0; n < n0 + count; ++n) add_bias(bias, y + n * out_count());
+            });
+            return;
+        }
         if (own_packed_) pack_a_matrix(uk, Trans::No, m_g(), k_g(), w, k_g(), packed_w_.data());
         for_images([&](int n, int t, int gemm_threads) {
             float* yn = y + n * out_count();
-            const float* col = implicit_ ? nullptr : column(x + n * in_count(), t);
-            if (implicit_)
-                implicit_->run(packed_w_.data(), x + n * in_count(), yn, work_buffer(t), gemm_threads);
-            else if (own_packed_)
+            const float* col = column(x + n * in_count(), t);
+            if (own_packed_)
                 sgemm_prepacked_a(uk, m_g(), pixels(), k_g(), 1.0f, packed_w_.data(), Trans::No, col, pixels(), 0.0f,
                                   yn, pixels(), gemm_threads);
             else
@@ -62,12 +69,7 @@ public:
                     sgemm(Trans::No, Trans::No, m_g(), pixels(), k_g(), 1.0f, w + g * m_g() * k_g(), k_g(),
                           col + g * k_g() * pixels(), pixels(), 0.0f, yn + g * m_g() * pixels(), pixels(),
                           gemm_threads, backend_);
-            if (bias)
-                for (int c = 0; c < p_.out_channels; ++c) {
-                    const float b = bias[c];
-                    float* row = yn + c * pixels();
-                    for (int i = 0; i < pixels(); ++i) row[i] += b;
-                }
+            if (bias) add_bias(bias, yn);
         });
     }
 
@@ -84,10 +86,10 @@ public:
                         for (int kw = 0; kw < KW; ++kw)
                             rot[(static_cast<long>(c) * O + o) * KH * KW + (KH - 1 - kh) * KW + (KW - 1 - kw)] =
                                 w[((static_cast<long>(o) * C + c) * KH + kh) * KW + kw];
-            pack_a_matrix(uk, Trans::No, C, O * KH * KW, rot, O * KH * KW, packed_rotated_w_.data());
-            for_images([&](int n, int t, int gemm_threads) {
-                implicit_bwd_->run(packed_rotated_w_.data(), dy + n * out_count(), dx + n * in_count(), work_buffer(t),
-                                   gemm_threads);
+            implicit_bwd_->pack_weights(rot, packed_rotated_w_.data());
+            for_image_groups(implicit_bwd_->images_per_call(), [&](int n0, int count, int t, int gemm_threads) {
+                implicit_bwd_->run(packed_rotated_w_.data(), dy + n0 * out_count(), out_count(), count,
+                                   dx + n0 * in_count(), in_count(), work_buffer(t), gemm_threads);
             });
             return;
         }
@@ -159,6 +161,28 @@ public:
     }
 
 private:
+    // f(first image, count, thread, gemm_threads) for groups of `group` consecutive images (the
+    // last may be short), spread over the threads like single images.
+    template <class F>
+    void for_image_groups(int group, F&& f) {
+        const int groups = (p_.num + group - 1) / group, team = std::min(team_, groups);
+        auto one = [&](int gi, int t, int gemm_threads) {
+            f(gi * group, std::min(group, p_.num - gi * group), t, gemm_threads);
+        };
+        if (team <= 1) {
+            for (int gi = 0; gi < groups; ++gi) one(gi, 0, threads_);
+            return;
+        }
+#pragma omp parallel for num_threads(team) schedule(static)
+        for (int gi = 0; gi < groups; ++gi) one(gi, omp_get_thread_num(), 1);
+    }
+    void add_bias(const float* bias, float* yn) const {
+        for (int c = 0; c < p_.out_channels; ++c) {
+            const float b = bias[c];
+            float* row = yn + static_cast<long>(c) * pixels();
+            for (int i = 0; i < pixels(); ++i) row[i] += b;
+        }
+    }
     // f(image, thread, gemm_threads) for every image (see the file comment).
     template <class F>
     void for_images(F&& f) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "kernels/sgemm/sgemm.h"
 #include "kernels/transpose.h"
 
 namespace rudra::kernels {
@@ -33,6 +34,7 @@ void parallel_for(int count, int threads, F&& f) {
 
 constexpr int kMaxGatherRows = 16;  // rows of A one gather tile reads (the micro-kernel's mr)
 constexpr int kMaxParts = 8;        // pieces of a B row in an indirect tile (nr / 8 for nr up to 64)
+constexpr int kMaxTileFloats = 16 * 64;  // mr x nr of any micro-kernel with indirect tiles
 
 bool unit_stride(const ConvGeometry& g) {
     const long padded = static_cast<long>(g.channels) * (g.height + 2 * g.pad_h) * (g.width + 2 * g.pad_w);
@@ -50,44 +52,97 @@ int piece_width(int nr, int ow) {
 }  // namespace
 
 bool ImplicitConvForward::supports(const MicroKernel& uk, const ConvGeometry& g) {
-    return uk.indirect && unit_stride(g) && piece_width(uk.nr, g.out_w()) > 0 && g.col_cols() % uk.nr == 0;
+    return uk.indirect && uk.mr * uk.nr <= kMaxTileFloats && unit_stride(g) && piece_width(uk.nr, g.out_w()) > 0 && g.col_cols() % uk.nr == 0;
 }
 
 ImplicitConvForward::ImplicitConvForward(const MicroKernel& uk, const ConvGeometry& g, int out_channels)
     : uk_(uk), g_(g), m_(out_channels), hp_(g.height + 2 * g.pad_h), wp_(g.width + 2 * g.pad_w),
-      padded_floats_(static_cast<size_t>(g.channels) * hp_ * wp_ + 16) {  // + 16: a whole vector past the end
+      pw_(piece_width(uk.nr, g.out_w())), parts_(uk.nr / pw_),
+      group_(pw_ == g.out_w() && parts_ > 1 ? parts_ : 1), tiles_(group_ > 1 ? g.out_h() : g.col_cols() / uk.nr),
+      padded_floats_(static_cast<size_t>(g.channels) * hp_ * wp_ + 16),  // + 16: a whole vector past the end
+      reorder_floats_((static_cast<size_t>(out_channels) * g.col_rows() + 15) / 16 * 16) {
+    const int C = g.channels, KH = g.kernel_h, KW = g.kernel_w, ow = g.out_w(), per_kh = C * KW;
     offsets_.reserve(static_cast<size_t>(g.col_rows()));
-    for (int c = 0; c < g.channels; ++c)
-        for (int kh = 0; kh < g.kernel_h; ++kh)
-            for (int kw = 0; kw < g.kernel_w; ++kw) offsets_.push_back((c * hp_ + kh) * wp_ + kw);
+    for (int kh = 0; kh < KH; ++kh)
+        for (int c = 0; c < C; ++c)
+            for (int kw = 0; kw < KW; ++kw) offsets_.push_back((c * hp_ + kh) * wp_ + kw);
+    // Each tile's output rows [ra, rb] reach the image through kernel rows [lo, hi] only.
+    packed_floats_ = reorder_floats_;
+    for (int t = 0; t < tiles_; ++t) {
+        const int ra = group_ > 1 ? t : t * uk.nr / ow, rb = group_ > 1 ? t : (t * uk.nr + uk.nr - 1) / ow;
+        const int lo = std::max(0, g.pad_h - rb), hi = std::min(KH - 1, g.height - 1 + g.pad_h - ra);
+        const Range r{lo * per_kh, std::max(0, hi - lo + 1) * per_kh, 0};
+        auto same = [&](const Range& o) { return o.k_begin == r.k_begin && o.k_count == r.k_count; };
+        auto found = std::find_if(ranges_.begin(), ranges_.end(), same);
+        if (found == ranges_.end()) {
+            ranges_.push_back({r.k_begin, r.k_count, packed_floats_});
+            packed_floats_ += packed_a_floats(uk, m_, r.k_count);
+            found = ranges_.end() - 1;
+        }
+        tile_range_.push_back(static_cast<int>(found - ranges_.begin()));
+    }
 }
 
-void ImplicitConvForward::run(const float* packed_w, const float* img, float* y, float* padded, int threads) const {
-    pad_image(img, g_, hp_, wp_, padded, padded_floats_);
-    const int ow = g_.out_w(), P = g_.col_cols(), K = g_.col_rows(), MR = uk_.mr, NR = uk_.nr;
-    const int tiles = P / NR, panels = (m_ + MR - 1) / MR;
-    const int pw = piece_width(NR, ow), parts = NR / pw;
+void ImplicitConvForward::pack_weights(const float* w, float* packed) const {
+    // The filters' (c, kh, kw) columns in (kh, c, kw) order, then each range's columns packed.
+    const int C = g_.channels, KH = g_.kernel_h, KW = g_.kernel_w, K = g_.col_rows();
+    float* reordered = packed;
+    for (int o = 0; o < m_; ++o)
+        for (int c = 0; c < C; ++c)
+            for (int kh = 0; kh < KH; ++kh)
+                for (int kw = 0; kw < KW; ++kw)
+                    reordered[((static_cast<long>(o) * KH + kh) * C + c) * KW + kw] =
+                        w[((static_cast<long>(o) * C + c) * KH + kh) * KW + kw];
+    for (const Range& r : ranges_)
+        if (r.k_count > 0) pack_a_matrix(uk_, Trans::No, m_, r.k_count, reordered + r.k_begin, K, packed + r.packed_at);
+}
+
+void ImplicitConvForward::run(const float* packed, const float* imgs, long in_stride, int count, float* ys,
+                              long out_stride, float* scratch, int threads) const {
+    for (int q = 0; q < group_; ++q) {
+        float* padded = scratch + q * padded_floats_;
+        if (q < count)
+            pad_image(imgs + q * in_stride, g_, hp_, wp_, padded, padded_floats_);
+        else
+            std::fill(padded, padded + padded_floats_, 0.0f);  // a missing image of the group
+    }
+    const int ow = g_.out_w(), P = g_.col_cols(), MR = uk_.mr, NR = uk_.nr;
+    const int panels = (m_ + MR - 1) / MR;
     const int64_t m_round = static_cast<int64_t>(panels) * MR;
     auto tile = [&](int t) {
-        // The tile's NR output pixels in pieces of pw, each within one output row.
-        const int p0 = t * NR;
+        const Range& range = ranges_[static_cast<size_t>(tile_range_[static_cast<size_t>(t)])];
+        // The tile's pieces of pw output pixels, each within one output row: consecutive pixels
+        // of one image, or row t of each image of the group.
         const float* bases[kMaxParts];
-        for (int q = 0; q < parts; ++q) {
-            const int pixel = p0 + q * pw;
-            bases[q] = padded + static_cast<long>(pixel / ow) * wp_ + pixel % ow;
+        const int p0 = t * NR;
+        for (int q = 0; q < parts_; ++q) {
+            const int pixel = p0 + q * pw_;
+            bases[q] = group_ > 1 ? scratch + q * padded_floats_ + static_cast<long>(t) * wp_
+                                  : scratch + static_cast<long>(pixel / ow) * wp_ + pixel % ow;
         }
+        alignas(64) float part_tile[kMaxTileFloats];  // row mode: the MR x NR tile, then copied out
         for (int ir = 0; ir < panels; ++ir) {
             const int rows = std::min(MR, m_ - ir * MR);
-            float* c = y + static_cast<long>(ir) * MR * P + p0;
+            float* c = group_ > 1 ? part_tile : ys + static_cast<long>(ir) * MR * P + p0;
+            const int64_t rs_c = group_ > 1 ? NR : P;
+            if (range.k_count == 0)  // every tap reads padding
+                for (int i = 0; i < rows; ++i) std::fill(c + i * rs_c, c + i * rs_c + NR, 0.0f);
             // pack_a_matrix's layout: kc-deep slices of m_round x kc, MR-row panels in each.
-            for (int pc = 0; pc < K; pc += uk_.kc) {
-                const int kc = std::min(uk_.kc, K - pc);
-                const float* a = packed_w + m_round * pc + static_cast<int64_t>(ir) * MR * kc;
-                uk_.indirect(rows, parts, kc, a, bases, offsets_.data() + pc, c, P, pc == 0 ? 0.0f : 1.0f);
+            for (int pc = 0; pc < range.k_count; pc += uk_.kc) {
+                const int kc = std::min(uk_.kc, range.k_count - pc);
+                const float* a = packed + range.packed_at + m_round * pc + static_cast<int64_t>(ir) * MR * kc;
+                uk_.indirect(rows, parts_, kc, a, bases, offsets_.data() + range.k_begin + pc, c, rs_c,
+                             pc == 0 ? 0.0f : 1.0f);
             }
+            if (group_ == 1) continue;
+            for (int q = 0; q < count; ++q)
+                for (int i = 0; i < rows; ++i) {
+                    const float* src = part_tile + i * NR + q * pw_;
+                    std::copy(src, src + pw_, ys + q * out_stride + static_cast<long>(ir * MR + i) * P + static_cast<long>(t) * ow);
+                }
         }
     };
-    parallel_for(tiles, threads, tile);
+    parallel_for(tiles_, threads, tile);
 }
 
 bool ImplicitConvWeights::supports(const MicroKernel& uk, const ConvGeometry& g) {
