@@ -86,9 +86,9 @@ std::string conv_descriptor(const ConvProblem& p) {
 }
 
 // Part of every cache key: raised whenever a backend got faster or slower (2: the own backend's
-// implicit-GEMM paths; 3: its bias gradient and A packing), so that choices measured on older
-// code are measured again.
-constexpr int kCacheGeneration = 3;
+// implicit-GEMM paths; 3: its bias gradient and A packing; 4: padded kernel rows skipped, AMD
+// cache blocks), so that choices measured on older code are measured again.
+constexpr int kCacheGeneration = 4;
 
 AutoChoice choose_conv_backend(const ConvProblem& p, int threads, const std::string& cache_path) {
     const std::string key = conv_descriptor(p) + " threads " + std::to_string(threads) + " sgemm " +

@@ -54,6 +54,31 @@ void override_blocks(MicroKernel& k, const char* text, std::string& reason) {
     reason += std::string("; blocks from RUDRA_SGEMM_BLOCKS=") + text;
 }
 
+// Cache blocks by CPU family where they differ from the kernel's defaults (which suit Intel
+// cores). On AMD Zen 4 a k-block of 1024 updates each C tile a third as often as 384 and its
+// streams from L2 keep up: 2048^3 went from 86-88% to 93% of peak on one core (RUDRA_SGEMM_BLOCKS
+// sweeps, the same run as BLIS at 90-92%).
+void blocks_for_cpu(MicroKernel& k, std::string& reason) {
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (!__builtin_cpu_is("amd")) return;
+    const std::string name = k.name;
+    if (name == "avx512") {
+        k.mc = 192;
+        k.kc = 1024;
+    } else if (name == "avx2") {
+        k.mc = 192;
+        k.kc = 512;
+    } else {
+        return;
+    }
+    reason += "; blocks for AMD cores";
+#else
+    (void)k;
+    (void)reason;
+#endif
+}
+
 KernelChoice choose() {
     KernelChoice choice{*reference_micro_kernel(), ""};
     if (const char* forced = std::getenv("RUDRA_SGEMM_KERNEL"); forced && *forced) {
@@ -67,6 +92,7 @@ KernelChoice choose() {
         choice.kernel = *runnable_micro_kernels().front();
         choice.reason = std::string("the fastest this CPU supports (runnable: ") + names(runnable_micro_kernels()) + ")";
     }
+    blocks_for_cpu(choice.kernel, choice.reason);
     if (const char* blocks = std::getenv("RUDRA_SGEMM_BLOCKS"); blocks && *blocks)
         override_blocks(choice.kernel, blocks, choice.reason);
     if (env_flag("RUDRA_VERBOSE")) {
