@@ -130,11 +130,12 @@ constexpr MicroKernel kVsx{"vsx", "POWER VSX", kMR, kNR, 256, 256, 4096, run_vsx
 // (ukr_power_mma.cpp). A data object: reading it runs no POWER10 instruction.
 extern const MicroKernelFn kMmaRun;
 extern const MicroKernelIndirectFn kMmaIndirect;
+extern const MicroKernelGatherAFn kMmaGather;
 
 const MicroKernel* vsx_micro_kernel() { return &kVsx; }
 const MicroKernel* mma_micro_kernel() {
-    // Backward-weights keeps im2col + GEMM on MMA (no gather tile yet).
-    static const MicroKernel mma{"mma", "POWER10 MMA", kMR, kNR, 256, 256, 4096, kMmaRun, nullptr, kMmaIndirect, nullptr};
+    static const MicroKernel mma{"mma", "POWER10 MMA", kMR, kNR, 256, 256, 4096, kMmaRun, nullptr, kMmaIndirect,
+                                 kMmaGather};
     return kMmaRun ? &mma : nullptr;
 }
 

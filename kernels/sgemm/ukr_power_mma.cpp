@@ -10,6 +10,7 @@ namespace rudra::kernels {
 // Read (as data, which any POWER can do) by mma_micro_kernel() in ukr_power.cpp.
 extern const MicroKernelFn kMmaRun;
 extern const MicroKernelIndirectFn kMmaIndirect;
+extern const MicroKernelGatherAFn kMmaGather;
 }  // namespace rudra::kernels
 #endif
 
@@ -85,8 +86,42 @@ void indirect_mma_power10(int rows, int parts, int64_t k, const float* a, const 
         }
 }
 
+// The implicit convolution's gather tile (micro_kernel.h): the 8 values of A of each step are
+// gathered from the rows' runs into one column (zero past `rows`), B is the packed sliver.
+void gather_a_mma_power10(int rows, int64_t k, int64_t run, const float* const* a_rows, const int32_t* run_offsets,
+                          const float* b, float* c, int64_t rs_c, float beta) {
+    __vector_quad acc[2][4];
+    for (int r = 0; r < 2; ++r)
+        for (int q = 0; q < 4; ++q) __builtin_mma_xxsetaccz(&acc[r][q]);
+    alignas(16) float column[kMR] = {};
+    for (int64_t s = 0; s < k / run; ++s) {
+        const float* row[kMR];
+        for (int i = 0; i < rows; ++i) row[i] = a_rows[i] + run_offsets[s];
+        for (int64_t p = 0; p < run; ++p, b += kNR) {
+            for (int i = 0; i < rows; ++i) column[i] = row[i][p];
+            const __vector unsigned char a0 = (__vector unsigned char)vec_xl(0, column);
+            const __vector unsigned char a1 = (__vector unsigned char)vec_xl(16, column);
+            for (int q = 0; q < 4; ++q) {
+                const __vector unsigned char bq = (__vector unsigned char)vec_xl(16 * q, b);
+                __builtin_mma_xvf32gerpp(&acc[0][q], a0, bq);
+                __builtin_mma_xvf32gerpp(&acc[1][q], a1, bq);
+            }
+        }
+    }
+    for (int r = 0; r < 2; ++r)
+        for (int q = 0; q < 4; ++q) {
+            __vector float tile[4];
+            __builtin_mma_disassemble_acc(tile, &acc[r][q]);
+            for (int i = 0; i < 4 && 4 * r + i < rows; ++i) {
+                float* ci = c + (4 * r + i) * rs_c + 4 * q;
+                vec_xst(beta != 0.0f ? vec_add(tile[i], vec_xl(0, ci)) : tile[i], 0, ci);
+            }
+        }
+}
+
 const MicroKernelFn kMmaRun = run_mma_power10;
 const MicroKernelIndirectFn kMmaIndirect = indirect_mma_power10;
+const MicroKernelGatherAFn kMmaGather = gather_a_mma_power10;
 
 }  // namespace rudra::kernels
 
@@ -95,6 +130,7 @@ const MicroKernelIndirectFn kMmaIndirect = indirect_mma_power10;
 namespace rudra::kernels {
 const MicroKernelFn kMmaRun = nullptr;  // the compiler cannot target POWER10
 const MicroKernelIndirectFn kMmaIndirect = nullptr;
+const MicroKernelGatherAFn kMmaGather = nullptr;
 }  // namespace rudra::kernels
 
 #endif
