@@ -200,14 +200,15 @@ TEST_CASE("max pooling: values and argmax match a direct scan over clipped windo
     }
 }
 
+// Rows of up to 32 columns take the register path (kernels/pool_narrow.cpp), wider ones and
+// stride 3 the general one.
+const SquarePool kAveragePools[] = {{16, 16, 3, 2, 0}, {9, 13, 3, 2, 1}, {8, 8, 3, 2, 0},  {7, 11, 3, 1, 1},
+                                    {10, 9, 3, 3, 1},  {6, 37, 5, 2, 2}, {12, 27, 3, 2, 1}, {5, 20, 4, 2, 2}};
+
 TEST_CASE("average pooling: values match a direct sum over clipped windows (Caffe's divisor)") {
     std::mt19937 rng(22);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    // Rows of up to 32 columns take the register path (kernels/pool_narrow.cpp), wider ones
-    // and stride 3 the general one.
-    for (SquarePool c : {SquarePool{16, 16, 3, 2, 0}, SquarePool{9, 13, 3, 2, 1}, SquarePool{8, 8, 3, 2, 0},
-                         SquarePool{7, 11, 3, 1, 1}, SquarePool{10, 9, 3, 3, 1}, SquarePool{6, 37, 5, 2, 2},
-                         SquarePool{12, 27, 3, 2, 1}, SquarePool{5, 20, 4, 2, 2}}) {
+    for (SquarePool c : kAveragePools) {
         const rudra::kernels::PoolGeometry g = c.geometry();
         const int planes = 3, ph = g.pooled_h(), pw = g.pooled_w();
         std::vector<float> x(static_cast<size_t>(planes) * c.h * c.w);
@@ -235,9 +236,7 @@ TEST_CASE("average pooling: values match a direct sum over clipped windows (Caff
 TEST_CASE("average pooling backward: matches a direct scatter of dy / divisor over clipped windows") {
     std::mt19937 rng(23);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    for (SquarePool c : {SquarePool{16, 16, 3, 2, 0}, SquarePool{8, 8, 3, 2, 0}, SquarePool{9, 13, 3, 2, 1},
-                         SquarePool{7, 11, 3, 1, 1}, SquarePool{10, 9, 3, 3, 1}, SquarePool{6, 37, 5, 2, 2},
-                         SquarePool{12, 27, 3, 2, 1}, SquarePool{5, 20, 4, 2, 2}}) {
+    for (SquarePool c : kAveragePools) {
         const rudra::kernels::PoolGeometry g = c.geometry();
         const int planes = 3, ph = g.pooled_h(), pw = g.pooled_w();
         std::vector<float> dy(static_cast<size_t>(planes) * ph * pw);

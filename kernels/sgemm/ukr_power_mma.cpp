@@ -52,6 +52,19 @@ void run_mma_power10(int64_t k, const float* a, const float* b, int64_t rs_b, fl
         }
 }
 
+// The first `rows` rows of the 8 x 16 accumulators: C = acc (beta 0) or C + acc (beta 1).
+static void store_rows(__vector_quad (&acc)[2][4], int rows, float* c, int64_t rs_c, float beta) {
+    for (int r = 0; r < 2; ++r)
+        for (int q = 0; q < 4; ++q) {
+            __vector float tile[4];
+            __builtin_mma_disassemble_acc(tile, &acc[r][q]);
+            for (int i = 0; i < 4 && 4 * r + i < rows; ++i) {
+                float* ci = c + (4 * r + i) * rs_c + 4 * q;
+                vec_xst(beta != 0.0f ? vec_add(tile[i], vec_xl(0, ci)) : tile[i], 0, ci);
+            }
+        }
+}
+
 // The implicit convolution's indirect tile (micro_kernel.h): B rows in two pieces of 8 floats
 // read at offsets; the whole 8-row tile is computed (the packed A panel is zero past the last
 // row) and `rows` rows are stored, C = acc or C + acc.
@@ -75,15 +88,7 @@ void indirect_mma_power10(int rows, int parts, int64_t k, const float* a, const 
             __builtin_mma_xvf32gerpp(&acc[1][q], a1, bq[q]);
         }
     }
-    for (int r = 0; r < 2; ++r)
-        for (int q = 0; q < 4; ++q) {
-            __vector float tile[4];
-            __builtin_mma_disassemble_acc(tile, &acc[r][q]);
-            for (int i = 0; i < 4 && 4 * r + i < rows; ++i) {
-                float* ci = c + (4 * r + i) * rs_c + 4 * q;
-                vec_xst(beta != 0.0f ? vec_add(tile[i], vec_xl(0, ci)) : tile[i], 0, ci);
-            }
-        }
+    store_rows(acc, rows, c, rs_c, beta);
 }
 
 // The implicit convolution's gather tile (micro_kernel.h): the 8 values of A of each step are
@@ -108,15 +113,7 @@ void gather_a_mma_power10(int rows, int64_t k, int64_t run, const float* const* 
             }
         }
     }
-    for (int r = 0; r < 2; ++r)
-        for (int q = 0; q < 4; ++q) {
-            __vector float tile[4];
-            __builtin_mma_disassemble_acc(tile, &acc[r][q]);
-            for (int i = 0; i < 4 && 4 * r + i < rows; ++i) {
-                float* ci = c + (4 * r + i) * rs_c + 4 * q;
-                vec_xst(beta != 0.0f ? vec_add(tile[i], vec_xl(0, ci)) : tile[i], 0, ci);
-            }
-        }
+    store_rows(acc, rows, c, rs_c, beta);
 }
 
 const MicroKernelFn kMmaRun = run_mma_power10;

@@ -311,7 +311,8 @@ void gather_a_avx2(int rows, int64_t k, int64_t run, const float* const* a_rows,
 
 // Block sizes: the kc x nr B sliver stays in L1 or L2, the mc x kc A block in L2, the kc x nc
 // B panel in L3. AVX-512's were tuned with RUDRA_SGEMM_BLOCKS on a Sapphire Rapids core
-// (kc 384 beat 128, 192 and 256 on 2048^3).
+// (kc 384 beat 128, 192 and 256 on 2048^3). AMD cores get longer k-blocks: blocks_for_cpu in
+// sgemm_dispatch.cpp.
 constexpr MicroKernel kAvx512{"avx512", "AVX-512F", kMR512, kNR512, 240, 384, 4096, run_avx512, edge_avx512, indirect_avx512, gather_a_avx512};
 constexpr MicroKernel kAvx2{"avx2", "AVX2 and FMA", kMR256, kNR256, 144, 256, 4096, run_avx2, nullptr, indirect_avx2, gather_a_avx2};
 
