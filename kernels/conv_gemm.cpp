@@ -26,8 +26,8 @@ public:
         : p_(p), g_(p.geom), backend_(backend), own_packed_(backend == GemmBackend::Own && p.groups == 1),
           nr_(own_packed_ ? selected_micro_kernel().kernel.nr : 1), threads_(std::max(1, threads)),
           team_(std::min(threads_, p.num)),
-          implicit_(implicit_forward(p, own_packed_)),
-          implicit_bwd_(implicit_backward_data(p, own_packed_)),
+          implicit_(implicit_forward(p, own_packed_, team_)),
+          implicit_bwd_(implicit_backward_data(p, own_packed_, team_)),
           implicit_w_(implicit_backward_weights(p, own_packed_)),
           col_floats_(implicit_ && implicit_bwd_ && implicit_w_ ? 0 : column_floats(g_, own_packed_, nr_)),
           grad_floats_(round16(std::max(static_cast<size_t>(p.out_channels) * k_g(),
@@ -194,10 +194,10 @@ private:
         for (int n = 0; n < p_.num; ++n) f(n, omp_get_thread_num(), 1);
     }
 
-    static std::optional<ImplicitConvForward> implicit_forward(const ConvProblem& p, bool own_packed) {
+    static std::optional<ImplicitConvForward> implicit_forward(const ConvProblem& p, bool own_packed, int team) {
         const MicroKernel& uk = selected_micro_kernel().kernel;
         if (!own_packed || !ImplicitConvForward::supports(uk, p.geom)) return std::nullopt;
-        return std::optional<ImplicitConvForward>(std::in_place, uk, p.geom, p.out_channels);
+        return std::optional<ImplicitConvForward>(std::in_place, uk, p.geom, p.out_channels, p.num, std::max(1, team));
     }
     // Sums each channel's dy over the image in 16 independent partial sums: one running sum is
     // a chain of dependent additions that the compiler may not reorder, and it had cost as much
@@ -222,7 +222,7 @@ private:
         return std::optional<ImplicitConvWeights>(std::in_place, uk, p.geom, p.out_channels);
     }
     // Backward-data as a forward convolution of dy (stride 1, no dilation, pad <= kernel - 1).
-    static std::optional<ImplicitConvForward> implicit_backward_data(const ConvProblem& p, bool own_packed) {
+    static std::optional<ImplicitConvForward> implicit_backward_data(const ConvProblem& p, bool own_packed, int team) {
         const ConvGeometry& g = p.geom;
         if (!own_packed || g.stride_h != 1 || g.stride_w != 1 || g.dilation_h != 1 || g.dilation_w != 1 ||
             g.pad_h > g.kernel_h - 1 || g.pad_w > g.kernel_w - 1)
@@ -236,7 +236,7 @@ private:
         const MicroKernel& uk = selected_micro_kernel().kernel;
         if (gb.out_h() != g.height || gb.out_w() != g.width || !ImplicitConvForward::supports(uk, gb))
             return std::nullopt;
-        return std::optional<ImplicitConvForward>(std::in_place, uk, gb, g.channels);
+        return std::optional<ImplicitConvForward>(std::in_place, uk, gb, g.channels, p.num, std::max(1, team));
     }
     static size_t round16(size_t n) { return (n + 15) / 16 * 16; }  // keeps 64-byte alignment
     // A column buffer holds the im2col matrix, or its transpose in nr-wide slivers (rows rounded

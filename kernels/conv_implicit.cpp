@@ -77,10 +77,12 @@ bool ImplicitConvForward::supports(const MicroKernel& uk, const ConvGeometry& g)
     return uk.indirect && uk.mr * uk.nr <= kMaxTileFloats && unit_stride(g) && piece_width(uk.nr, g.out_w()) > 0 && g.col_cols() % uk.nr == 0;
 }
 
-ImplicitConvForward::ImplicitConvForward(const MicroKernel& uk, const ConvGeometry& g, int out_channels)
+ImplicitConvForward::ImplicitConvForward(const MicroKernel& uk, const ConvGeometry& g, int out_channels, int images,
+                                         int team)
     : uk_(uk), g_(g), m_(out_channels), hp_(g.height + 2 * g.pad_h), wp_(g.width + 2 * g.pad_w),
       pw_(piece_width(uk.nr, g.out_w())), parts_(uk.nr / pw_),
-      group_(pw_ == g.out_w() && parts_ > 1 ? parts_ : 1), tiles_(group_ > 1 ? g.out_h() : g.col_cols() / uk.nr),
+      group_(pw_ == g.out_w() && parts_ > 1 && images % parts_ == 0 && images / parts_ >= team ? parts_ : 1),
+      tiles_(group_ > 1 ? g.out_h() : g.col_cols() / uk.nr),
       padded_floats_(static_cast<size_t>(g.channels) * hp_ * wp_ + 16),  // + 16: a whole vector past the end
       reorder_floats_((static_cast<size_t>(out_channels) * g.col_rows() + 15) / 16 * 16) {
     const int C = g.channels, KH = g.kernel_h, KW = g.kernel_w, ow = g.out_w(), per_kh = C * KW;

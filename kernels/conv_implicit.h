@@ -25,7 +25,10 @@ public:
     // Whether `kernel` has an indirect tile and the geometry tiles into pieces as above.
     static bool supports(const MicroKernel& kernel, const ConvGeometry& g);
 
-    ImplicitConvForward(const MicroKernel& kernel, const ConvGeometry& g, int out_channels);
+    // Row mode is taken only when it wastes nothing and keeps every thread busy: `images` (the
+    // mini-batch) divides into groups, and there are at least `team` groups.
+    ImplicitConvForward(const MicroKernel& kernel, const ConvGeometry& g, int out_channels, int images = 1,
+                        int team = 1);
     // Weights w [out_channels][channels][kh][kw], packed once per batch into packed_floats().
     size_t packed_floats() const { return packed_floats_; }
     void pack_weights(const float* w, float* packed) const;

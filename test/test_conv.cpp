@@ -82,9 +82,10 @@ const char* kDescriptors[] = {
     "mb2ic5ih16oc13kh3ph1",              // implicit forward: 16-wide rows, 13 = 12 + 1 channels
     "mb1ic2ih4iw64oc7kh3ph1",            // implicit forward: two 32-pixel tiles per row
     "mb2ic3ih8oc5kh3ph1",                // implicit forward: four 8-wide rows per tile
-    "mb6ic5ih8oc7kh5ph2",                // row mode: groups of 4 images, the last of 2
-    "mb3ic4ih16iw16oc9kh3ph1",           // row mode: groups of 2, the last of 1
-    "mb2ic2ih4iw4oc3kh3ph3",             // rows wholly in the padding (no kernel row reaches the image)
+    "mb8ic5ih8oc7kh5ph2",                // row mode: groups of 4 images
+    "mb4ic4ih16iw16oc9kh3ph1",           // row mode: groups of 2
+    "mb6ic5ih8oc7kh5ph2",                // no row mode: 6 images do not make groups of 4
+    "mb4ic2ih4iw4oc3kh3ph3",             // rows wholly in the padding (no kernel row reaches the image)
 };
 
 }  // namespace
