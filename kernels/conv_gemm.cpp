@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <utility>
 
 #include "kernels/aligned_buffer.h"
 #include "kernels/conv.h"
@@ -49,11 +50,12 @@ public:
         const MicroKernel& uk = selected_micro_kernel().kernel;
         if (implicit_) {
             implicit_->pack_weights(w, packed_w_.data());
-            for_image_groups(implicit_->images_per_call(), [&](int n0, int count, int t, int gemm_threads) {
-                implicit_->run(packed_w_.data(), x + n0 * in_count(), in_count(), count, y + n0 * out_count(),
-                               out_count(), work_buffer(t), gemm_threads);
+            const int group = implicit_->images_per_call();
+            for_image_groups(group, [&](int n0, int t, int gemm_threads) {
+                implicit_->run(packed_w_.data(), x + n0 * in_count(), in_count(), y + n0 * out_count(), out_count(),
+                               work_buffer(t), gemm_threads);
                 if (bias)
-                    for (int n = n0; n < n0 + count; ++n) add_bias(bias, y + n * out_count());
+                    for (int n = n0; n < n0 + group; ++n) add_bias(bias, y + n * out_count());
             });
             return;
         }
@@ -87,9 +89,9 @@ public:
                             rot[(static_cast<long>(c) * O + o) * KH * KW + (KH - 1 - kh) * KW + (KW - 1 - kw)] =
                                 w[((static_cast<long>(o) * C + c) * KH + kh) * KW + kw];
             implicit_bwd_->pack_weights(rot, packed_rotated_w_.data());
-            for_image_groups(implicit_bwd_->images_per_call(), [&](int n0, int count, int t, int gemm_threads) {
-                implicit_bwd_->run(packed_rotated_w_.data(), dy + n0 * out_count(), out_count(), count,
-                                   dx + n0 * in_count(), in_count(), work_buffer(t), gemm_threads);
+            for_image_groups(implicit_bwd_->images_per_call(), [&](int n0, int t, int gemm_threads) {
+                implicit_bwd_->run(packed_rotated_w_.data(), dy + n0 * out_count(), out_count(), dx + n0 * in_count(),
+                                   in_count(), work_buffer(t), gemm_threads);
             });
             return;
         }
@@ -161,20 +163,17 @@ public:
     }
 
 private:
-    // f(first image, count, thread, gemm_threads) for groups of `group` consecutive images (the
-    // last may be short), spread over the threads like single images.
+    // f(first image, thread, gemm_threads) for groups of `group` consecutive images (group
+    // divides the mini-batch), spread over the threads (see the file comment).
     template <class F>
     void for_image_groups(int group, F&& f) {
-        const int groups = (p_.num + group - 1) / group, team = std::min(team_, groups);
-        auto one = [&](int gi, int t, int gemm_threads) {
-            f(gi * group, std::min(group, p_.num - gi * group), t, gemm_threads);
-        };
+        const int groups = p_.num / group, team = std::min(team_, groups);
         if (team <= 1) {
-            for (int gi = 0; gi < groups; ++gi) one(gi, 0, threads_);
+            for (int gi = 0; gi < groups; ++gi) f(gi * group, 0, threads_);
             return;
         }
 #pragma omp parallel for num_threads(team) schedule(static)
-        for (int gi = 0; gi < groups; ++gi) one(gi, omp_get_thread_num(), 1);
+        for (int gi = 0; gi < groups; ++gi) f(gi * group, omp_get_thread_num(), 1);
     }
     void add_bias(const float* bias, float* yn) const {
         for (int c = 0; c < p_.out_channels; ++c) {
@@ -183,15 +182,10 @@ private:
             for (int i = 0; i < pixels(); ++i) row[i] += b;
         }
     }
-    // f(image, thread, gemm_threads) for every image (see the file comment).
+    // f(image, thread, gemm_threads) for every image.
     template <class F>
     void for_images(F&& f) {
-        if (team_ <= 1) {
-            for (int n = 0; n < p_.num; ++n) f(n, 0, threads_);
-            return;
-        }
-#pragma omp parallel for num_threads(team_) schedule(static)
-        for (int n = 0; n < p_.num; ++n) f(n, omp_get_thread_num(), 1);
+        for_image_groups(1, std::forward<F>(f));
     }
 
     static std::optional<ImplicitConvForward> implicit_forward(const ConvProblem& p, bool own_packed, int team) {

@@ -121,15 +121,10 @@ void ImplicitConvForward::pack_weights(const float* w, float* packed) const {
         if (r.k_count > 0) pack_a_matrix(uk_, Trans::No, m_, r.k_count, reordered + r.k_begin, K, packed + r.packed_at);
 }
 
-void ImplicitConvForward::run(const float* packed, const float* imgs, long in_stride, int count, float* ys,
-                              long out_stride, float* scratch, int threads) const {
-    for (int q = 0; q < group_; ++q) {
-        float* padded = scratch + q * padded_floats_;
-        if (q < count)
-            pad_image(imgs + q * in_stride, g_, hp_, wp_, padded, padded_floats_);
-        else
-            std::fill(padded, padded + padded_floats_, 0.0f);  // a missing image of the group
-    }
+void ImplicitConvForward::run(const float* packed, const float* imgs, long in_stride, float* ys, long out_stride,
+                              float* scratch, int threads) const {
+    for (int q = 0; q < group_; ++q)
+        pad_image(imgs + q * in_stride, g_, hp_, wp_, scratch + q * padded_floats_, padded_floats_);
     const int ow = g_.out_w(), P = g_.col_cols(), MR = uk_.mr, NR = uk_.nr;
     const int panels = (m_ + MR - 1) / MR;
     const int64_t m_round = static_cast<int64_t>(panels) * MR;
@@ -159,7 +154,7 @@ void ImplicitConvForward::run(const float* packed, const float* imgs, long in_st
                              pc == 0 ? 0.0f : 1.0f);
             }
             if (group_ == 1) continue;
-            for (int q = 0; q < count; ++q)
+            for (int q = 0; q < group_; ++q)
                 for (int i = 0; i < rows; ++i) {
                     copy_floats(ys + q * out_stride + static_cast<long>(ir * MR + i) * P + static_cast<long>(t) * ow,
                                 part_tile + i * NR + q * pw_, pw_);

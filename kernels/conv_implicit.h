@@ -32,13 +32,14 @@ public:
     // Weights w [out_channels][channels][kh][kw], packed once per batch into packed_floats().
     size_t packed_floats() const { return packed_floats_; }
     void pack_weights(const float* w, float* packed) const;
-    // Images one run() takes (1, or the pieces of a tile in row mode) and the scratch it needs.
+    // Images one run() takes (1, or the pieces of a tile in row mode; it divides the
+    // mini-batch) and the scratch it needs.
     int images_per_call() const { return group_; }
     size_t scratch_floats() const { return static_cast<size_t>(group_) * padded_floats_; }
-    // For `count` (1 .. images_per_call()) consecutive images of imgs (in_stride apart):
-    // y[out_channels][P] = W x, the images' outputs out_stride apart; up to `threads` threads.
-    void run(const float* packed, const float* imgs, long in_stride, int count, float* ys, long out_stride,
-             float* scratch, int threads) const;
+    // For images_per_call() consecutive images of imgs (in_stride apart): y[out_channels][P] =
+    // W x, the images' outputs out_stride apart; up to `threads` threads.
+    void run(const float* packed, const float* imgs, long in_stride, float* ys, long out_stride, float* scratch,
+             int threads) const;
 
 private:
     struct Range {  // taps [k_begin, k_begin + k_count) and where their packed weights start

@@ -38,16 +38,30 @@ struct Tables {
     uint16_t fwd_mask[kMaxKernel];
     int32_t bwd_idx[kMaxKernel][2][16];
     uint16_t bwd_mask[kMaxKernel][2];
+    __mmask16 lo_cols, hi_cols;  // the input columns in the row's two registers
+    __mmask16 outputs;           // the outputs of a row
 };
+
+// Input rows [hs, he) of output row py's windows: never empty, as the padding is smaller than
+// the kernel (applies()).
+inline void window_rows(const PoolGeometry& g, int py, int& hs, int& he) {
+    const int h0 = py * g.stride_h - g.pad_h;
+    hs = std::max(h0, 0);
+    he = std::min(h0 + g.kernel_h, g.height);
+}
 
 bool applies(const PoolGeometry& g) {
     return cpu_has_avx512f() && g.width <= kMaxWidth && g.pooled_w() <= kMaxOutputs && g.kernel_w <= kMaxKernel &&
+           g.pad_h < g.kernel_h && g.pad_w < g.kernel_w &&
            (g.stride_w == 1 || g.stride_w == 2);
 }
 
 Tables make_tables(const PoolGeometry& g) {
     Tables t{};
-    const int pw = g.pooled_w(), sw = g.stride_w;
+    const int pw = g.pooled_w(), sw = g.stride_w, W = g.width;
+    t.lo_cols = static_cast<__mmask16>(W >= 16 ? 0xFFFF : (1u << W) - 1);
+    t.hi_cols = static_cast<__mmask16>(W > 16 ? (1u << (W - 16)) - 1 : 0);
+    t.outputs = static_cast<__mmask16>((1u << pw) - 1);
     for (int kw = 0; kw < g.kernel_w; ++kw) {
         for (int px = 0; px < 16; ++px) {
             const int col = sw * px + kw - g.pad_w;
@@ -88,17 +102,16 @@ __attribute__((target("avx512f"))) void forward(const float* x, const PoolGeomet
     const std::vector<float> inv = inverse_divisors(g);
     const int ph = g.pooled_h(), pw = g.pooled_w(), W = g.width;
     const long in_plane = static_cast<long>(g.height) * W, out_plane = static_cast<long>(ph) * pw;
-    const __mmask16 lo_cols = static_cast<__mmask16>(W >= 16 ? 0xFFFF : (1u << W) - 1),
-                    hi_cols = static_cast<__mmask16>(W > 16 ? (1u << (W - 16)) - 1 : 0),
-                    outputs = static_cast<__mmask16>((1u << pw) - 1);
+    const __mmask16 lo_cols = t.lo_cols, hi_cols = t.hi_cols, outputs = t.outputs;
 #pragma omp parallel for schedule(static)
     for (long p = 0; p < planes; ++p) {
         const float* xp = x + p * in_plane;
         float* yp = y + p * out_plane;
         for (int py = 0; py < ph; ++py) {
-            const int h0 = py * g.stride_h - g.pad_h;
+            int hs, he;
+            window_rows(g, py, hs, he);
             __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
-            for (int h = std::max(h0, 0); h < std::min(h0 + g.kernel_h, g.height); ++h) {
+            for (int h = hs; h < he; ++h) {
                 lo = _mm512_add_ps(lo, _mm512_maskz_loadu_ps(lo_cols, xp + static_cast<long>(h) * W));
                 hi = _mm512_add_ps(hi, _mm512_maskz_loadu_ps(hi_cols, xp + static_cast<long>(h) * W + 16));
             }
@@ -117,9 +130,7 @@ __attribute__((target("avx512f"))) void backward(const float* dy, const PoolGeom
     const std::vector<float> inv = inverse_divisors(g);
     const int ph = g.pooled_h(), pw = g.pooled_w(), W = g.width, H = g.height;
     const long in_plane = static_cast<long>(H) * W, out_plane = static_cast<long>(ph) * pw;
-    const __mmask16 lo_cols = static_cast<__mmask16>(W >= 16 ? 0xFFFF : (1u << W) - 1),
-                    hi_cols = static_cast<__mmask16>(W > 16 ? (1u << (W - 16)) - 1 : 0),
-                    outputs = static_cast<__mmask16>((1u << pw) - 1);
+    const __mmask16 lo_cols = t.lo_cols, hi_cols = t.hi_cols, outputs = t.outputs;
 #pragma omp parallel
     {
         // Each output row's spread shares, then each input row sums those of the windows
@@ -166,9 +177,7 @@ __attribute__((target("avx512f"))) void max_forward(const float* x, const PoolGe
     const Tables t = make_tables(g);
     const int ph = g.pooled_h(), pw = g.pooled_w(), W = g.width;
     const long in_plane = static_cast<long>(g.height) * W, out_plane = static_cast<long>(ph) * pw;
-    const __mmask16 lo_cols = static_cast<__mmask16>(W >= 16 ? 0xFFFF : (1u << W) - 1),
-                    hi_cols = static_cast<__mmask16>(W > 16 ? (1u << (W - 16)) - 1 : 0),
-                    outputs = static_cast<__mmask16>((1u << pw) - 1);
+    const __mmask16 lo_cols = t.lo_cols, hi_cols = t.hi_cols, outputs = t.outputs;
     const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
 #pragma omp parallel for schedule(static)
     for (long p = 0; p < planes; ++p) {
@@ -176,8 +185,8 @@ __attribute__((target("avx512f"))) void max_forward(const float* x, const PoolGe
         float* yp = y + p * out_plane;
         int32_t* ap = argmax + p * out_plane;
         for (int py = 0; py < ph; ++py) {
-            const int h0 = py * g.stride_h - g.pad_h;
-            const int hs = std::max(h0, 0), he = std::min(h0 + g.kernel_h, g.height);
+            int hs, he;
+            window_rows(g, py, hs, he);
             // Column maxima over the window's rows and their input indices.
             __m512 lo = _mm512_maskz_loadu_ps(lo_cols, xp + static_cast<long>(hs) * W),
                    hi = _mm512_maskz_loadu_ps(hi_cols, xp + static_cast<long>(hs) * W + 16);
@@ -196,7 +205,7 @@ __attribute__((target("avx512f"))) void max_forward(const float* x, const PoolGe
             __m512 best = _mm512_setzero_ps();
             __m512i arg = _mm512_set1_epi32(-1);
             __mmask16 seen = 0;
-            for (int kw = 0; kw < g.kernel_w && hs < he; ++kw) {
+            for (int kw = 0; kw < g.kernel_w; ++kw) {
                 const __mmask16 in = t.fwd_mask[kw];
                 const __m512i idx = _mm512_loadu_si512(t.fwd_idx[kw]);
                 const __m512 v = _mm512_permutex2var_ps(lo, idx, hi);

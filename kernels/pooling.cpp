@@ -168,8 +168,8 @@ __attribute__((target("avx512f"))) inline __m512 load_tap(const Tap<SW>& t, cons
 template <int SW>
 __attribute__((target("avx512f"))) void max_row_avx512(const float* xp, const PoolGeometry& g, int py, int pw,
                                                          float* best, int32_t* arg) {
-    const int h0 = py * g.stride_h - g.pad_h;
-    const int hs = std::max(h0, 0), he = std::min(h0 + g.kernel_h, g.height);
+    const Window rows = window(g, py, 0);  // its rows [h0, h1) are those of the whole output row
+    const int hs = rows.h0, he = rows.h1;
     Tap<SW> taps[kMaxVectorKernelW];
     for (int px = 0; px < pw; px += 16) {
         const int n = std::min(16, pw - px);
@@ -209,8 +209,8 @@ __attribute__((target("avx512f"))) inline __m512 avg_divisors(const PoolGeometry
 template <int SW>
 __attribute__((target("avx512f"))) void avg_row_avx512(const float* xp, const PoolGeometry& g, int py, int pw,
                                                          float* out) {
-    const int h0 = py * g.stride_h - g.pad_h;
-    const int hs = std::max(h0, 0), he = std::min(h0 + g.kernel_h, g.height);
+    const Window rows = window(g, py, 0);  // its rows [h0, h1) are those of the whole output row
+    const int hs = rows.h0, he = rows.h1;
     Tap<SW> taps[kMaxVectorKernelW];
     for (int px = 0; px < pw; px += 16) {
         const int n = std::min(16, pw - px);

@@ -86,6 +86,17 @@ double BenchProblem::flops() const {
 
 namespace {
 
+// kh kw sh sw ph pw of a convolution or pooling window; missing width values copy the height ones.
+template <class Geometry, class Take>
+void take_window(Geometry& g, Take& take, long default_kernel) {
+    g.kernel_h = static_cast<int>(take("kh", default_kernel));
+    g.kernel_w = static_cast<int>(take("kw", g.kernel_h));
+    g.stride_h = static_cast<int>(take("sh", 1));
+    g.stride_w = static_cast<int>(take("sw", g.stride_h));
+    g.pad_h = static_cast<int>(take("ph", 0));
+    g.pad_w = static_cast<int>(take("pw", g.pad_h));
+}
+
 const std::map<std::string, ProblemKind> kLayerKinds = {
     {"pool_max", ProblemKind::PoolMax},     {"pool_ave", ProblemKind::PoolAve}, {"lrn_across", ProblemKind::LrnAcross},
     {"lrn_within", ProblemKind::LrnWithin}, {"ip", ProblemKind::InnerProduct},
@@ -119,12 +130,7 @@ void parse_layer(const std::string& text, BenchProblem& p, const std::function<l
     kernels::PoolGeometry& g = p.pool;
     g.height = ih;
     g.width = iw;
-    g.kernel_h = static_cast<int>(take("kh", 2));
-    g.kernel_w = static_cast<int>(take("kw", g.kernel_h));
-    g.stride_h = static_cast<int>(take("sh", 1));
-    g.stride_w = static_cast<int>(take("sw", g.stride_h));
-    g.pad_h = static_cast<int>(take("ph", 0));
-    g.pad_w = static_cast<int>(take("pw", g.pad_h));
+    take_window(g, take, 2);
     if (g.kernel_h <= 0 || g.kernel_w <= 0 || g.stride_h <= 0 || g.stride_w <= 0 || g.pad_h < 0 || g.pad_w < 0)
         bad(text, "kernel and stride must be > 0, padding >= 0");
     if (g.pad_h >= g.kernel_h || g.pad_w >= g.kernel_w) bad(text, "padding must be smaller than the kernel (as in Caffe)");
@@ -173,12 +179,7 @@ BenchProblem parse_problem(const std::string& text) {
         c.groups = static_cast<int>(take("g", 1));
         g.height = static_cast<int>(take("ih", 0));
         g.width = static_cast<int>(take("iw", g.height));
-        g.kernel_h = static_cast<int>(take("kh", 1));
-        g.kernel_w = static_cast<int>(take("kw", g.kernel_h));
-        g.stride_h = static_cast<int>(take("sh", 1));
-        g.stride_w = static_cast<int>(take("sw", g.stride_h));
-        g.pad_h = static_cast<int>(take("ph", 0));
-        g.pad_w = static_cast<int>(take("pw", g.pad_h));
+        take_window(g, take, 1);
         g.dilation_h = static_cast<int>(take("dh", 0)) + 1;
         g.dilation_w = static_cast<int>(take("dw", g.dilation_h - 1)) + 1;
         const long oh = take("oh", 0), ow = take("ow", oh ? oh : 0);

@@ -53,6 +53,14 @@ void copy_lanes(const float* src, int64_t ld, int count, int width, int kc, floa
     }
 }
 
+// The same for lanes that lie in `count` source rows of kc values each: the panel is their
+// transpose (16 x 16 register tiles where the CPU has them), op(A) for A and op(B) for B^T.
+void transpose_lanes(const float* src, int64_t ld, int count, int width, int kc, float* d) {
+    transpose(src, count, kc, ld, d, width);
+    if (count < width)
+        for (int p = 0; p < kc; ++p) std::fill(d + p * width + count, d + (p + 1) * width, 0.0f);
+}
+
 // Packs rows [i0, i0 + mc) x columns [p0, p0 + kc) of op(A), panels [q0, q1) of mr rows each:
 // panel q holds, for each p, its mr values contiguous. Rows past m are zero.
 void pack_a(const Problem& P, int mr, int i0, int mc, int p0, int kc, int q0, int q1, float* dst) {
@@ -60,11 +68,7 @@ void pack_a(const Problem& P, int mr, int i0, int mc, int p0, int kc, int q0, in
         float* d = dst + static_cast<int64_t>(q) * mr * kc;
         const int row0 = i0 + q * mr, rows = std::min(mr, i0 + mc - row0);
         if (P.ta == Trans::No) {
-            // The panel is the transpose of `rows` rows of A (16 x 16 register tiles where the
-            // CPU has them); lanes past the last row are zero.
-            transpose(P.a + static_cast<int64_t>(row0) * P.lda + p0, rows, kc, P.lda, d, mr);
-            if (rows < mr)
-                for (int p = 0; p < kc; ++p) std::fill(d + p * mr + rows, d + (p + 1) * mr, 0.0f);
+            transpose_lanes(P.a + static_cast<int64_t>(row0) * P.lda + p0, P.lda, rows, mr, kc, d);
         } else {
             copy_lanes(P.a + static_cast<int64_t>(p0) * P.lda + row0, P.lda, rows, mr, kc, d);
         }
@@ -80,11 +84,7 @@ void pack_b(const Problem& P, int nr, int j0, int nc, int p0, int kc, int q0, in
         if (P.tb == Trans::No) {
             copy_lanes(P.b + static_cast<int64_t>(p0) * P.ldb + col0, P.ldb, cols, nr, kc, d);
         } else {
-            // op(B) = B^T: the sliver is the transpose of `cols` rows of B (16 x 16 register
-            // tiles where the CPU has them); lanes past the last column are zero.
-            transpose(P.b + static_cast<int64_t>(col0) * P.ldb + p0, cols, kc, P.ldb, d, nr);
-            if (cols < nr)
-                for (int p = 0; p < kc; ++p) std::fill(d + p * nr + cols, d + (p + 1) * nr, 0.0f);
+            transpose_lanes(P.b + static_cast<int64_t>(col0) * P.ldb + p0, P.ldb, cols, nr, kc, d);
         }
     }
 }
