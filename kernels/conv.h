@@ -9,6 +9,7 @@
 #include <string>
 
 #include "kernels/conv_reference.h"
+#include "kernels/isa.h"
 
 namespace rudra::kernels {
 
@@ -33,10 +34,16 @@ public:
         backward_weights(x, dy, dw, db);
         if (dx) backward_data(dy, w, dx);
     }
+    // Which implementation runs each pass, and why faster ones were passed over: for
+    // `rudra time` and `rudra info`.
+    virtual std::string describe() const = 0;
 };
 
-// `threads`: the OpenMP threads the kernel may use (at least 1).
-std::unique_ptr<ConvKernel> make_conv_kernel(const ConvProblem& p, ConvBackend backend, int threads);
+// `threads`: the OpenMP threads the kernel may use (at least 1). The own backend picks its
+// implementations (micro-kernel, implicit tiles, transpose) from `gate`, and so does oneDNN
+// where the process's gate is capped (kernels/isa.h).
+std::unique_ptr<ConvKernel> make_conv_kernel(const ConvProblem& p, ConvBackend backend, int threads,
+                                             const IsaGate& gate = isa_gate());
 
 // A kernel with random inputs of its own, for timing one pass ("fwd", "bwd_data", "bwd_weights").
 class ConvBench {
@@ -44,6 +51,7 @@ public:
     ConvBench(const ConvProblem& p, ConvBackend backend, int threads);
     ~ConvBench();
     void run(const std::string& pass);
+    std::string describe() const { return kernel_->describe(); }
 
 private:
     struct Buffers;

@@ -10,7 +10,7 @@
 
 namespace rudra::kernels {
 
-std::unique_ptr<ConvKernel> make_gemm_conv(const ConvProblem& p, GemmBackend backend, int threads);
+std::unique_ptr<ConvKernel> make_gemm_conv(const ConvProblem& p, GemmBackend backend, int threads, const IsaGate& gate);
 std::unique_ptr<ConvKernel> make_reference_conv(const ConvProblem& p);
 #ifdef RUDRA_HAVE_DNNL
 std::unique_ptr<ConvKernel> make_onednn_conv(const ConvProblem& p);
@@ -47,13 +47,14 @@ bool conv_backend_available(ConvBackend backend) {
     }
 }
 
-std::unique_ptr<ConvKernel> make_conv_kernel(const ConvProblem& p, ConvBackend backend, int threads) {
+std::unique_ptr<ConvKernel> make_conv_kernel(const ConvProblem& p, ConvBackend backend, int threads,
+                                             const IsaGate& gate) {
     if (!conv_backend_available(backend))
         throw std::runtime_error(std::string("convolution backend '") + conv_backend_name(backend) +
                                  "' is not in this build");
     switch (backend) {
-        case ConvBackend::Own: return make_gemm_conv(p, GemmBackend::Own, threads);
-        case ConvBackend::Blis: return make_gemm_conv(p, GemmBackend::Blis, threads);
+        case ConvBackend::Own: return make_gemm_conv(p, GemmBackend::Own, threads, gate);
+        case ConvBackend::Blis: return make_gemm_conv(p, GemmBackend::Blis, threads, gate);
 #ifdef RUDRA_HAVE_DNNL
         case ConvBackend::Onednn: return make_onednn_conv(p);
 #endif

@@ -23,13 +23,13 @@ namespace {
 
 class GemmConv final : public ConvKernel {
 public:
-    GemmConv(const ConvProblem& p, GemmBackend backend, int threads)
+    GemmConv(const ConvProblem& p, GemmBackend backend, int threads, const IsaGate& gate)
         : p_(p), g_(p.geom), backend_(backend), own_packed_(backend == GemmBackend::Own && p.groups == 1),
-          nr_(own_packed_ ? selected_micro_kernel().kernel.nr : 1), threads_(std::max(1, threads)),
-          team_(std::min(threads_, p.num)),
-          implicit_(implicit_forward(p, own_packed_, team_)),
-          implicit_bwd_(implicit_backward_data(p, own_packed_, team_)),
-          implicit_w_(implicit_backward_weights(p, own_packed_)),
+          uk_(micro_kernel_for(gate).kernel), transpose_(choose_transpose(gate, &transpose_choice_)),
+          nr_(own_packed_ ? uk_.nr : 1), threads_(std::max(1, threads)), team_(std::min(threads_, p.num)),
+          implicit_(implicit_forward(p, own_packed_, team_, uk_, why_not_implicit_[0])),
+          implicit_bwd_(implicit_backward_data(p, own_packed_, team_, uk_, why_not_implicit_[1])),
+          implicit_w_(implicit_backward_weights(p, own_packed_, uk_, transpose_, why_not_implicit_[2])),
           col_floats_(implicit_ && implicit_bwd_ && implicit_w_ ? 0 : column_floats(g_, own_packed_, nr_)),
           grad_floats_(round16(std::max(static_cast<size_t>(p.out_channels) * k_g(),
                                         implicit_w_ ? implicit_w_->acc_floats() : 0) +
@@ -39,15 +39,14 @@ public:
                                                   implicit_bwd_ ? implicit_bwd_->scratch_floats() : 0,
                                                   implicit_w_ ? implicit_w_->scratch_floats() : 0})))),
           scratch_(std::max(1, team_) * (col_floats_ + grad_floats_ + work_floats_)),
-          packed_w_(implicit_ ? implicit_->packed_floats()
-                              : own_packed_ ? packed_a_floats(selected_micro_kernel().kernel, m_g(), k_g()) : 0),
-          packed_wt_(own_packed_ && !implicit_bwd_ ? packed_a_floats(selected_micro_kernel().kernel, k_g(), m_g()) : 0),
+          packed_w_(implicit_ ? implicit_->packed_floats() : own_packed_ ? packed_a_floats(uk_, m_g(), k_g()) : 0),
+          packed_wt_(own_packed_ && !implicit_bwd_ ? packed_a_floats(uk_, k_g(), m_g()) : 0),
           rotated_w_(implicit_bwd_ ? static_cast<size_t>(p.out_channels) * k_g() : 0),
           packed_rotated_w_(implicit_bwd_ ? implicit_bwd_->packed_floats() : 0) {}
 
     void forward(const float* x, const float* w, const float* bias, float* y) override {
         // The own SGEMM packs the weights once for all images.
-        const MicroKernel& uk = selected_micro_kernel().kernel;
+        const MicroKernel& uk = uk_;
         if (implicit_) {
             implicit_->pack_weights(w, packed_w_.data());
             const int group = implicit_->images_per_call();
@@ -76,7 +75,7 @@ public:
     }
 
     void backward_data(const float* dy, const float* w, float* dx) override {
-        const MicroKernel& uk = selected_micro_kernel().kernel;
+        const MicroKernel& uk = uk_;
         if (implicit_bwd_) {
             // dx is the stride-1 convolution of dy, padded by kernel - 1 - pad, with the weights
             // rotated by 180 degrees and input and output channels swapped.
@@ -141,8 +140,8 @@ public:
             const float* dyn = dy + n * out_count();
             if (own_packed_) {
                 // col^T straight into the SGEMM's packed-B layout: no separate packing pass.
-                im2col_slivers(x + n * in_count(), g_, nr_, col_buffer(t), work_buffer(t));
-                sgemm_packed_b_slivers(selected_micro_kernel().kernel, Trans::No, m_g(), k_g(), pixels(), 1.0f, dyn,
+                im2col_slivers(x + n * in_count(), g_, nr_, col_buffer(t), work_buffer(t), transpose_);
+                sgemm_packed_b_slivers(uk_, Trans::No, m_g(), k_g(), pixels(), 1.0f, dyn,
                                        pixels(), col_buffer(t), 1.0f, acc_w, k_g(), gemm_threads);
             } else {
                 const float* col = column(x + n * in_count(), t);
@@ -160,6 +159,25 @@ public:
             if (db)
                 for (int c = 0; c < p_.out_channels; ++c) db[c] += acc[wcount + c];
         }
+    }
+
+    // e.g. "fwd implicit_avx512, bwd_data implicit_avx512, bwd_weights implicit_avx512 (transpose
+    // avx512_16x16)", or "fwd im2col+sgemm_reference (not implicit: micro-kernel reference has
+    // no indirect tile), ...".
+    std::string describe() const override {
+        const bool own = backend_ == GemmBackend::Own;
+        const std::string gemm = own ? std::string("sgemm_") + uk_.name : gemm_backend_name(backend_);
+        auto pass = [&](const char* name, bool implicit, int i, const char* around) {
+            if (implicit) return std::string(name) + " implicit_" + uk_.name;
+            std::string s =
+                std::string(name) + " " + (g_.is_pointwise() && (i != 2 || !own_packed_) ? "" : around) + gemm;
+            return own ? s + " (not implicit: " + why_not_implicit_[i] + ")" : s;
+        };
+        std::string s = pass("fwd", implicit_.has_value(), 0, "im2col+") + ", " +
+                        pass("bwd_data", implicit_bwd_.has_value(), 1, "col2im+") + ", " +
+                        pass("bwd_weights", implicit_w_.has_value(), 2, "im2col+");
+        if (own_packed_) s += " (transpose " + transpose_choice_.name + ")";
+        return s;
     }
 
 private:
@@ -188,9 +206,11 @@ private:
         for_image_groups(1, std::forward<F>(f));
     }
 
-    static std::optional<ImplicitConvForward> implicit_forward(const ConvProblem& p, bool own_packed, int team) {
-        const MicroKernel& uk = selected_micro_kernel().kernel;
-        if (!own_packed || !ImplicitConvForward::supports(uk, p.geom)) return std::nullopt;
+    // Each implicit pass is made where the layer allows it, else `why` says why not.
+    static std::optional<ImplicitConvForward> implicit_forward(const ConvProblem& p, bool own_packed, int team,
+                                                               const MicroKernel& uk, std::string& why) {
+        why = own_packed ? ImplicitConvForward::declines(uk, p.geom) : not_own_packed(p);
+        if (!why.empty()) return std::nullopt;
         return std::optional<ImplicitConvForward>(std::in_place, uk, p.geom, p.out_channels, p.num, std::max(1, team));
     }
     // Sums each channel's dy over the image in 16 independent partial sums: one running sum is
@@ -210,26 +230,36 @@ private:
             acc_b[c] += s;
         }
     }
-    static std::optional<ImplicitConvWeights> implicit_backward_weights(const ConvProblem& p, bool own_packed) {
-        const MicroKernel& uk = selected_micro_kernel().kernel;
-        if (!own_packed || p.geom.is_pointwise() || !ImplicitConvWeights::supports(uk, p.geom)) return std::nullopt;
-        return std::optional<ImplicitConvWeights>(std::in_place, uk, p.geom, p.out_channels);
+    static std::optional<ImplicitConvWeights> implicit_backward_weights(const ConvProblem& p, bool own_packed,
+                                                                        const MicroKernel& uk, TransposeFn transpose_fn,
+                                                                        std::string& why) {
+        why = !own_packed ? not_own_packed(p)
+              : p.geom.is_pointwise() ? "1x1: the image is its own column matrix"
+                                      : ImplicitConvWeights::declines(uk, p.geom);
+        if (!why.empty()) return std::nullopt;
+        return std::optional<ImplicitConvWeights>(std::in_place, uk, p.geom, p.out_channels, transpose_fn);
+    }
+    static std::string not_own_packed(const ConvProblem& p) {
+        return p.groups > 1 ? std::to_string(p.groups) + " groups" : "not on the own SGEMM";
     }
     // Backward-data as a forward convolution of dy (stride 1, no dilation, pad <= kernel - 1).
-    static std::optional<ImplicitConvForward> implicit_backward_data(const ConvProblem& p, bool own_packed, int team) {
+    static std::optional<ImplicitConvForward> implicit_backward_data(const ConvProblem& p, bool own_packed, int team,
+                                                                     const MicroKernel& uk, std::string& why) {
         const ConvGeometry& g = p.geom;
-        if (!own_packed || g.stride_h != 1 || g.stride_w != 1 || g.dilation_h != 1 || g.dilation_w != 1 ||
-            g.pad_h > g.kernel_h - 1 || g.pad_w > g.kernel_w - 1)
-            return std::nullopt;
+        why = !own_packed ? not_own_packed(p) : "";
+        if (why.empty() && (g.stride_h != 1 || g.stride_w != 1 || g.dilation_h != 1 || g.dilation_w != 1))
+            why = "strided or dilated";
+        if (why.empty() && (g.pad_h > g.kernel_h - 1 || g.pad_w > g.kernel_w - 1)) why = "padding not below the kernel";
+        if (!why.empty()) return std::nullopt;
         ConvGeometry gb = g;
         gb.channels = p.out_channels;
         gb.height = g.out_h();
         gb.width = g.out_w();
         gb.pad_h = g.kernel_h - 1 - g.pad_h;
         gb.pad_w = g.kernel_w - 1 - g.pad_w;
-        const MicroKernel& uk = selected_micro_kernel().kernel;
-        if (gb.out_h() != g.height || gb.out_w() != g.width || !ImplicitConvForward::supports(uk, gb))
-            return std::nullopt;
+        if (gb.out_h() != g.height || gb.out_w() != g.width) why = "not the transpose of a stride-1 convolution";
+        if (why.empty()) why = ImplicitConvForward::declines(uk, gb);
+        if (!why.empty()) return std::nullopt;
         return std::optional<ImplicitConvForward>(std::in_place, uk, gb, g.channels, p.num, std::max(1, team));
     }
     static size_t round16(size_t n) { return (n + 15) / 16 * 16; }  // keeps 64-byte alignment
@@ -259,6 +289,10 @@ private:
     ConvGeometry g_;
     GemmBackend backend_;
     bool own_packed_;  // own SGEMM, one group: packed weights, backward-weights through im2col_slivers
+    MicroKernel uk_;   // the own SGEMM's micro-kernel, chosen from the gate when the kernel is made
+    ImplChoice transpose_choice_;
+    TransposeFn transpose_;
+    std::string why_not_implicit_[3];  // forward, backward-data, backward-weights ("" where implicit)
     int nr_;
     int threads_, team_;
     std::optional<ImplicitConvForward> implicit_;      // forward without im2col, where the layer allows
@@ -283,6 +317,7 @@ public:
     void backward_weights(const float* x, const float* dy, float* dw, float* db) override {
         conv_backward_weights_reference(p_, x, dy, dw, db);
     }
+    std::string describe() const override { return "direct loops"; }
 
 private:
     ConvProblem p_;
@@ -290,8 +325,9 @@ private:
 
 }  // namespace
 
-std::unique_ptr<ConvKernel> make_gemm_conv(const ConvProblem& p, GemmBackend backend, int threads) {
-    return std::make_unique<GemmConv>(p, backend, threads);
+std::unique_ptr<ConvKernel> make_gemm_conv(const ConvProblem& p, GemmBackend backend, int threads,
+                                           const IsaGate& gate) {
+    return std::make_unique<GemmConv>(p, backend, threads, gate);
 }
 
 std::unique_ptr<ConvKernel> make_reference_conv(const ConvProblem& p) { return std::make_unique<ReferenceConv>(p); }

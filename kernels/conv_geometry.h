@@ -1,6 +1,7 @@
 // Shape of one 2-D convolution over a single image (one group's worth of channels is chosen by
 // the caller through pointer offsets).
 #pragma once
+#include "kernels/transpose.h"
 #include <cstddef>
 
 namespace rudra::kernels {
@@ -33,7 +34,8 @@ void im2col(const float* img, const ConvGeometry& g, float* col, float* scratch)
 // the last row zero. Backward-weights multiplies by col^T; writing it this way saves packing it.
 // Rows are built nr at a time in the scratch and transposed into place, which is much faster
 // than writing each value nr floats apart.
-void im2col_slivers(const float* img, const ConvGeometry& g, int nr, float* out, float* scratch);
+void im2col_slivers(const float* img, const ConvGeometry& g, int nr, float* out, float* scratch,
+                    TransposeFn transpose_fn = transpose);
 // Inverse scatter: img = sum of col entries landing on each pixel (img is overwritten).
 void col2im(const float* col, const ConvGeometry& g, float* img, float* scratch);
 

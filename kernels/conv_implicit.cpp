@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <string>
 
 #include "kernels/sgemm/sgemm.h"
 #include "kernels/transpose.h"
@@ -58,10 +59,15 @@ constexpr int kMaxGatherRows = 16;  // rows of A one gather tile reads (the micr
 constexpr int kMaxParts = 8;        // pieces of a B row in an indirect tile (nr / 8 for nr up to 64)
 constexpr int kMaxTileFloats = 16 * 64;  // mr x nr of any micro-kernel with indirect tiles
 
-bool unit_stride(const ConvGeometry& g) {
+// "" for a stride-1, undilated layer whose padded image 32-bit offsets reach, else why not.
+std::string unit_stride_declines(const ConvGeometry& g) {
     const long padded = static_cast<long>(g.channels) * (g.height + 2 * g.pad_h) * (g.width + 2 * g.pad_w);
-    return g.stride_h == 1 && g.stride_w == 1 && g.dilation_h == 1 && g.dilation_w == 1 && g.out_h() > 0 &&
-           g.out_w() > 0 && padded < (1L << 31);
+    if (g.stride_h != 1 || g.stride_w != 1)
+        return "stride " + std::to_string(g.stride_h) + "x" + std::to_string(g.stride_w);
+    if (g.dilation_h != 1 || g.dilation_w != 1) return "dilated";
+    if (g.out_h() <= 0 || g.out_w() <= 0) return "no output";
+    if (padded >= (1L << 31)) return "padded image beyond 32-bit offsets";
+    return "";
 }
 
 // The widest piece, nr/2 or nr/4 floats and at least 8, that output rows divide into; 0: none.
@@ -73,8 +79,16 @@ int piece_width(int nr, int ow) {
 
 }  // namespace
 
-bool ImplicitConvForward::supports(const MicroKernel& uk, const ConvGeometry& g) {
-    return uk.indirect && uk.mr * uk.nr <= kMaxTileFloats && unit_stride(g) && piece_width(uk.nr, g.out_w()) > 0 && g.col_cols() % uk.nr == 0;
+std::string ImplicitConvForward::declines(const MicroKernel& uk, const ConvGeometry& g) {
+    if (!uk.indirect) return std::string("micro-kernel ") + uk.name + " has no indirect tile";
+    if (uk.mr * uk.nr > kMaxTileFloats) return std::string("micro-kernel ") + uk.name + "'s tile is too large";
+    if (std::string why = unit_stride_declines(g); !why.empty()) return why;
+    if (piece_width(uk.nr, g.out_w()) == 0)
+        return "output rows of " + std::to_string(g.out_w()) + " split into no pieces of " + std::to_string(uk.nr / 2) +
+               " or " + std::to_string(uk.nr / 4) + " (at least 8)";
+    if (g.col_cols() % uk.nr)
+        return std::to_string(g.col_cols()) + " output pixels, not a multiple of " + std::to_string(uk.nr);
+    return "";
 }
 
 ImplicitConvForward::ImplicitConvForward(const MicroKernel& uk, const ConvGeometry& g, int out_channels, int images,
@@ -164,12 +178,15 @@ void ImplicitConvForward::run(const float* packed, const float* imgs, long in_st
     parallel_for(tiles_, threads, tile);
 }
 
-bool ImplicitConvWeights::supports(const MicroKernel& uk, const ConvGeometry& g) {
-    return uk.gather_a && uk.mr <= kMaxGatherRows && unit_stride(g);
+std::string ImplicitConvWeights::declines(const MicroKernel& uk, const ConvGeometry& g) {
+    if (!uk.gather_a) return std::string("micro-kernel ") + uk.name + " has no gather tile";
+    if (uk.mr > kMaxGatherRows) return std::string("micro-kernel ") + uk.name + "'s tile is too tall";
+    return unit_stride_declines(g);
 }
 
-ImplicitConvWeights::ImplicitConvWeights(const MicroKernel& uk, const ConvGeometry& g, int out_channels)
-    : uk_(uk), g_(g), m_(out_channels), o_round_((out_channels + uk.nr - 1) / uk.nr * uk.nr),
+ImplicitConvWeights::ImplicitConvWeights(const MicroKernel& uk, const ConvGeometry& g, int out_channels,
+                                         TransposeFn transpose_fn)
+    : uk_(uk), g_(g), transpose_(transpose_fn), m_(out_channels), o_round_((out_channels + uk.nr - 1) / uk.nr * uk.nr),
       hp_(g.height + 2 * g.pad_h),
       wp_(g.width + 2 * g.pad_w), padded_floats_((static_cast<size_t>(g.channels) * hp_ * wp_ + 15) / 16 * 16),
       slivers_floats_(static_cast<size_t>(g.col_cols()) * o_round_) {
@@ -193,7 +210,7 @@ void ImplicitConvWeights::accumulate(const float* img, const float* dy, float* a
     const int P = g_.col_cols(), K = g_.col_rows(), MR = uk_.mr, NR = uk_.nr;
     if (o_round_ != m_) std::fill(slivers, slivers + slivers_floats_, 0.0f);
     for (int s = 0; s * NR < m_; ++s)
-        transpose(dy + static_cast<long>(s) * NR * P, std::min(NR, m_ - s * NR), P, P,
+        transpose_(dy + static_cast<long>(s) * NR * P, std::min(NR, m_ - s * NR), P, P,
                   slivers + static_cast<long>(s) * P * NR, NR);
     const int panels = (K + MR - 1) / MR;
     auto panel = [&](int ir) {
@@ -222,7 +239,8 @@ void ImplicitConvWeights::add_to(const float* acc, float* dw) const {
     const int K = g_.col_rows();
     for (int o = 0; o < m_; ++o) {
         float* row = dw + static_cast<long>(o) * K;
-        for (int r = 0; r < K; ++r) row[tap_weight_[static_cast<size_t>(r)]] += acc[static_cast<long>(r) * o_round_ + o];
+        for (int r = 0; r < K; ++r)
+            row[tap_weight_[static_cast<size_t>(r)]] += acc[static_cast<long>(r) * o_round_ + o];
     }
 }
 

@@ -13,17 +13,19 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "kernels/conv_geometry.h"
 #include "kernels/sgemm/micro_kernel.h"
+#include "kernels/transpose.h"
 
 namespace rudra::kernels {
 
 class ImplicitConvForward {
 public:
-    // Whether `kernel` has an indirect tile and the geometry tiles into pieces as above.
-    static bool supports(const MicroKernel& kernel, const ConvGeometry& g);
+    // "" when `kernel` has an indirect tile and the geometry tiles into pieces as above, else why not.
+    static std::string declines(const MicroKernel& kernel, const ConvGeometry& g);
 
     // Row mode is taken only when it wastes nothing and keeps every thread busy: `images` (the
     // mini-batch) divides into groups, and there are at least `team` groups.
@@ -60,9 +62,11 @@ private:
 // nr output channels, which one transpose per image writes. No im2col is built.
 class ImplicitConvWeights {
 public:
-    static bool supports(const MicroKernel& kernel, const ConvGeometry& g);
+    // "" when `kernel` has a gather tile and the layer is stride 1 and undilated, else why not.
+    static std::string declines(const MicroKernel& kernel, const ConvGeometry& g);
 
-    ImplicitConvWeights(const MicroKernel& kernel, const ConvGeometry& g, int out_channels);
+    // transpose_fn writes dy^T (kernels/transpose.h).
+    ImplicitConvWeights(const MicroKernel& kernel, const ConvGeometry& g, int out_channels, TransposeFn transpose_fn);
     size_t scratch_floats() const { return padded_floats_ + slivers_floats_; }
     // The accumulator holds dW^T: col_rows() x out_channels rounded up to nr (acc_ld()), its
     // rows in (kh, c, kw) order; add_to puts them back in the filters' order.
@@ -76,6 +80,7 @@ public:
 private:
     const MicroKernel& uk_;
     ConvGeometry g_;
+    TransposeFn transpose_;
     int m_, o_round_, hp_, wp_;
     size_t padded_floats_, slivers_floats_;
     // Per tap, in (kh, c, kw) order: its offset in the padded image, its kernel row, and its

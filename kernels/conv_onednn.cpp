@@ -8,6 +8,7 @@
 
 #include "kernels/aligned_buffer.h"
 #include "kernels/conv.h"
+#include "kernels/onednn_isa.h"
 
 namespace rudra::kernels {
 namespace {
@@ -50,7 +51,7 @@ private:
 
 class OnednnConv final : public ConvKernel {
 public:
-    explicit OnednnConv(const ConvProblem& p) : eng_(dnnl::engine::kind::cpu, 0), strm_(eng_) {
+    explicit OnednnConv(const ConvProblem& p) : eng_((cap_onednn_isa(), dnnl::engine::kind::cpu), 0), strm_(eng_) {
         const ConvGeometry& g = p.geom;
         const memory::dim N = p.num, C = g.channels, H = g.height, W = g.width, O = p.out_channels,
                           OH = g.out_h(), OW = g.out_w(), G = p.groups;
@@ -129,6 +130,12 @@ public:
         data_pass(dy_blocked, w, dx);
     }
 
+    // oneDNN's own names for what runs, e.g. "fwd jit:avx512_core, bwd_data ..., bwd_weights ...".
+    std::string describe() const override {
+        return std::string("fwd ") + fwd_pd_.impl_info_str() + ", bwd_data " + bwd_data_pd_.impl_info_str() +
+               ", bwd_weights " + bwd_weights_pd_.impl_info_str();
+    }
+
 private:
     void data_pass(memory& dy, const float* w, float* dx) {
         bwd_data_.execute(strm_, {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_WEIGHTS, d_w_->in(w, strm_)},
@@ -164,6 +171,16 @@ private:
 };
 
 }  // namespace
+
+void cap_onednn_isa() {
+    static const bool applied = [] {
+        const IsaGate& gate = isa_gate();
+        if (!gate.capped()) return false;
+        const dnnl::cpu_isa cap = gate.top() == Isa::Avx2 ? dnnl::cpu_isa::avx2 : dnnl::cpu_isa::sse41;
+        return dnnl::set_max_cpu_isa(cap) == dnnl::status::success;
+    }();
+    (void)applied;
+}
 
 std::unique_ptr<ConvKernel> make_onednn_conv(const ConvProblem& p) { return std::make_unique<OnednnConv>(p); }
 

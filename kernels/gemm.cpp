@@ -12,6 +12,8 @@
 #endif
 #ifdef RUDRA_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
+
+#include "kernels/onednn_isa.h"
 #endif
 
 namespace rudra::kernels {
@@ -67,6 +69,7 @@ void sgemm(Trans ta, Trans tb, int m, int n, int k, float alpha, const float* a,
         case GemmBackend::Onednn:
 #ifdef RUDRA_HAVE_DNNL
             // dnnl_sgemm is row-major and sizes its team from the OpenMP setting.
+            cap_onednn_isa();
             if (dnnl_sgemm(ta == Trans::Yes ? 'T' : 'N', tb == Trans::Yes ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
                            beta, c, ldc) != dnnl_success)
                 throw std::runtime_error("dnnl_sgemm failed");

@@ -87,7 +87,8 @@ void im2col(const float* img, const ConvGeometry& g, float* col, float* scratch)
     });
 }
 
-void im2col_slivers(const float* img, const ConvGeometry& g, int nr, float* out, float* scratch) {
+void im2col_slivers(const float* img, const ConvGeometry& g, int nr, float* out, float* scratch,
+                    TransposeFn transpose_fn) {
     // nr rows of im2col at a time, written contiguously, then transposed into their sliver.
     const int P = g.col_cols(), K = g.col_rows(), taps = g.kernel_h * g.kernel_w;
     float* rows = scratch + padded_floats(g);
@@ -99,7 +100,7 @@ void im2col_slivers(const float* img, const ConvGeometry& g, int nr, float* out,
                 make_row(c, tap / g.kernel_w, tap % g.kernel_w, rows + static_cast<long>(i) * P);
             }
             if (n < nr) std::fill(rows + static_cast<long>(n) * P, rows + static_cast<long>(nr) * P, 0.0f);
-            transpose(rows, nr, P, P, out + static_cast<long>(r0) * P, nr);
+            transpose_fn(rows, nr, P, P, out + static_cast<long>(r0) * P, nr);
         }
     });
 }

@@ -1,16 +1,18 @@
+// LRN's portable passes, written once and compiled for each level (kernels/isa_target.h's
+// Compiled: portable, portable_avx2, portable_avx512), and LrnKernel's list.
 #include "kernels/lrn.h"
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
-#include "kernels/lrn_narrow.h"
+#include "kernels/isa_target.h"
 
 namespace rudra::kernels {
 namespace {
 
 // ACROSS_CHANNELS: out[c, h, w] = sum of in[c', h, w] over the `size` channels around c, for one image.
-void channel_window_sum(const float* in, const LrnGeometry& g, float* out) {
+RUDRA_INLINE void channel_window_sum(const float* in, const LrnGeometry& g, float* out) {
     const int plane = g.height * g.width;
     const int before = (g.local_size - 1) / 2, after = g.local_size - 1 - before;
     for (int c = 0; c < g.channels; ++c) {
@@ -41,10 +43,10 @@ public:
         sums_ = rows_ + padded_;
         std::fill(pad_, pad_ + padded_, 0.0f);  // the border stays zero: only the interior is written
     }
-    float* interior_row(int h) { return pad_ + static_cast<long>(h + before_) * wp_ + before_; }
+    RUDRA_INLINE float* interior_row(int h) { return pad_ + static_cast<long>(h + before_) * wp_ + before_; }
     // rows[i] = pad[i] + ... + pad[i + size - 1]; sums[j] = rows[j] + ... + rows[j + (size - 1) wp].
     // The last size - 1 row sums, which no kept column needs, keep whatever they held.
-    void compute() {
+    RUDRA_INLINE void compute() {
         const long row_sums = padded_ - (size_ - 1), col_sums = static_cast<long>(h_) * wp_;
         // Tap by tap, each a long vector loop (a loop over taps inside would not vectorise).
         for (int d = 0; d < size_; ++d)
@@ -53,7 +55,7 @@ public:
             for (long p = 0; p < col_sums; ++p)
                 sums_[p] = (d == 0 ? 0.0f : sums_[p]) + rows_[p + static_cast<long>(d) * wp_];
     }
-    const float* sums_row(int h) const { return sums_ + static_cast<long>(h) * wp_; }
+    RUDRA_INLINE const float* sums_row(int h) const { return sums_ + static_cast<long>(h) * wp_; }
 
 private:
     int size_, before_, h_, wp_;
@@ -72,7 +74,7 @@ float offset(const LrnGeometry& g) { return g.across_channels ? g.k : 1.0f; }
 // pow; the choice is a template argument so that the loops around it carry no branch and no
 // call, and vectorise.
 template <bool kThreeQuarters>
-inline float inverse_power(float s, float beta) {
+RUDRA_INLINE float inverse_power(float s, float beta) {
     if constexpr (kThreeQuarters) {
         const float r = 1.0f / std::sqrt(s);
         return r * std::sqrt(r);
@@ -82,94 +84,151 @@ inline float inverse_power(float s, float beta) {
 }
 
 template <bool kThreeQuarters>
-void lrn_forward_image(const float* xn, const LrnGeometry& g, long count, float a, float k, float* yn, float* sn) {
-    if (g.across_channels) {
-        for (long i = 0; i < count; ++i) yn[i] = xn[i] * xn[i];  // squares, staged in y
-        channel_window_sum(yn, g, sn);
-        for (long i = 0; i < count; ++i) {
-            sn[i] = k + a * sn[i];
-            yn[i] = xn[i] * inverse_power<kThreeQuarters>(sn[i], g.beta);
+struct ForwardImage {
+    RUDRA_INLINE static void run(const float* xn, const LrnGeometry& g, long count, float a, float k, float* yn,
+                                 float* sn) {
+        if (g.across_channels) {
+            for (long i = 0; i < count; ++i) yn[i] = xn[i] * xn[i];  // squares, staged in y
+            channel_window_sum(yn, g, sn);
+            for (long i = 0; i < count; ++i) {
+                sn[i] = k + a * sn[i];
+                yn[i] = xn[i] * inverse_power<kThreeQuarters>(sn[i], g.beta);
+            }
+            return;
         }
-        return;
-    }
-    BoxSums box(g);
-    const int H = g.height, W = g.width;
-    for (long c0 = 0; c0 < count; c0 += static_cast<long>(H) * W) {  // one channel's plane
-        for (int h = 0; h < H; ++h) {  // squares into the box's plane
-            const float* __restrict xr = xn + c0 + static_cast<long>(h) * W;
-            float* __restrict row = box.interior_row(h);
-            for (int w = 0; w < W; ++w) row[w] = xr[w] * xr[w];
-        }
-        box.compute();
-        for (int h = 0; h < H; ++h) {
-            const long o = c0 + static_cast<long>(h) * W;
-            const float* __restrict s = box.sums_row(h);
-            for (int w = 0; w < W; ++w) {
-                sn[o + w] = k + a * s[w];
-                yn[o + w] = xn[o + w] * inverse_power<kThreeQuarters>(sn[o + w], g.beta);
+        BoxSums box(g);
+        const int H = g.height, W = g.width;
+        for (long c0 = 0; c0 < count; c0 += static_cast<long>(H) * W) {  // one channel's plane
+            for (int h = 0; h < H; ++h) {  // squares into the box's plane
+                const float* __restrict xr = xn + c0 + static_cast<long>(h) * W;
+                float* __restrict row = box.interior_row(h);
+                for (int w = 0; w < W; ++w) row[w] = xr[w] * xr[w];
+            }
+            box.compute();
+            for (int h = 0; h < H; ++h) {
+                const long o = c0 + static_cast<long>(h) * W;
+                const float* __restrict s = box.sums_row(h);
+                for (int w = 0; w < W; ++w) {
+                    sn[o + w] = k + a * s[w];
+                    yn[o + w] = xn[o + w] * inverse_power<kThreeQuarters>(sn[o + w], g.beta);
+                }
             }
         }
     }
-}
+};
 
 template <bool kThreeQuarters>
-void lrn_backward_image(const float* x, const float* y, const float* scale, const float* dy, const LrnGeometry& g,
-                        long count, float coeff, float* dx, float* ratio) {
-    // The window is symmetric, so the adjoint of its sum is the same sum.
-    if (g.across_channels) {
-        for (long i = 0; i < count; ++i) ratio[i] = dy[i] * y[i] / scale[i];
-        channel_window_sum(ratio, g, dx);
-        for (long i = 0; i < count; ++i)
-            dx[i] = dy[i] * inverse_power<kThreeQuarters>(scale[i], g.beta) - coeff * x[i] * dx[i];
-        return;
-    }
-    BoxSums box(g);
-    const int H = g.height, W = g.width;
-    for (long c0 = 0; c0 < count; c0 += static_cast<long>(H) * W) {
-        for (int h = 0; h < H; ++h) {
-            const long o = c0 + static_cast<long>(h) * W;
-            float* __restrict row = box.interior_row(h);
-            for (int w = 0; w < W; ++w) row[w] = dy[o + w] * y[o + w] / scale[o + w];
+struct BackwardImage {
+    RUDRA_INLINE static void run(const float* x, const float* y, const float* scale, const float* dy,
+                                 const LrnGeometry& g, long count, float coeff, float* dx, float* ratio) {
+        // The window is symmetric, so the adjoint of its sum is the same sum.
+        if (g.across_channels) {
+            for (long i = 0; i < count; ++i) ratio[i] = dy[i] * y[i] / scale[i];
+            channel_window_sum(ratio, g, dx);
+            for (long i = 0; i < count; ++i)
+                dx[i] = dy[i] * inverse_power<kThreeQuarters>(scale[i], g.beta) - coeff * x[i] * dx[i];
+            return;
         }
-        box.compute();
-        for (int h = 0; h < H; ++h) {
-            const long o = c0 + static_cast<long>(h) * W;
-            const float* __restrict s = box.sums_row(h);
-            for (int w = 0; w < W; ++w)
-                dx[o + w] = dy[o + w] * inverse_power<kThreeQuarters>(scale[o + w], g.beta) - coeff * x[o + w] * s[w];
+        BoxSums box(g);
+        const int H = g.height, W = g.width;
+        for (long c0 = 0; c0 < count; c0 += static_cast<long>(H) * W) {
+            for (int h = 0; h < H; ++h) {
+                const long o = c0 + static_cast<long>(h) * W;
+                float* __restrict row = box.interior_row(h);
+                for (int w = 0; w < W; ++w) row[w] = dy[o + w] * y[o + w] / scale[o + w];
+            }
+            box.compute();
+            for (int h = 0; h < H; ++h) {
+                const long o = c0 + static_cast<long>(h) * W;
+                const float* __restrict s = box.sums_row(h);
+                for (int w = 0; w < W; ++w)
+                    dx[o + w] =
+                        dy[o + w] * inverse_power<kThreeQuarters>(scale[o + w], g.beta) - coeff * x[o + w] * s[w];
+            }
         }
     }
-}
+};
 
-}  // namespace
-
-void lrn_forward(const float* x, const LrnGeometry& g, int num, float* y, float* scale) {
-    if (lrn_forward_narrow(x, g, num, y)) return;
+template <Isa L>
+void portable_forward(const float* x, const LrnGeometry& g, int num, float* y, float* scratch) {
+    float* scale = scratch;
     const long count = static_cast<long>(g.channels) * g.height * g.width;
     const float a = norm_coefficient(g), k = offset(g);
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < num; ++n) {
         const long o = n * count;
         if (g.beta == 0.75f)
-            lrn_forward_image<true>(x + o, g, count, a, k, y + o, scale + o);
+            Compiled<L, ForwardImage<true>>::run(x + o, g, count, a, k, y + o, scale + o);
         else
-            lrn_forward_image<false>(x + o, g, count, a, k, y + o, scale + o);
+            Compiled<L, ForwardImage<false>>::run(x + o, g, count, a, k, y + o, scale + o);
     }
 }
 
-void lrn_backward(const float* x, const float* y, const float* scale, const float* dy,
-                  const LrnGeometry& g, int num, float* dx, float* work) {
-    if (lrn_backward_narrow(x, dy, g, num, dx)) return;
+// scratch: the scale from forward, then the work (across channels only: within a channel each
+// plane is worked on in a small buffer of the thread).
+template <Isa L>
+void portable_backward(const float* x, const float* y, const float* dy, const LrnGeometry& g, int num, float* dx,
+                       float* scratch) {
     const long count = static_cast<long>(g.channels) * g.height * g.width;
+    const float* scale = scratch;
+    float* work = scratch + count * num;
     const float coeff = 2.0f * norm_coefficient(g) * g.beta;
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < num; ++n) {
         const long o = n * count;
         if (g.beta == 0.75f)
-            lrn_backward_image<true>(x + o, y + o, scale + o, dy + o, g, count, coeff, dx + o, work + o);
+            Compiled<L, BackwardImage<true>>::run(x + o, y + o, scale + o, dy + o, g, count, coeff, dx + o, work + o);
         else
-            lrn_backward_image<false>(x + o, y + o, scale + o, dy + o, g, count, coeff, dx + o, work + o);
+            Compiled<L, BackwardImage<false>>::run(x + o, y + o, scale + o, dy + o, g, count, coeff, dx + o, work + o);
     }
+}
+
+template <Isa L>
+const LrnKernel::Passes kPortable{portable_forward<L>, portable_backward<L>, true};
+
+// The portable passes compiled for `level`, or nullptr where this build has no such level.
+const LrnKernel::Passes* portable(Isa level) {
+    switch (level) {
+        case Isa::Reference: return &kPortable<Isa::Reference>;
+#if defined(__x86_64__)
+        case Isa::Avx2: return &kPortable<Isa::Avx2>;
+        case Isa::Avx512: return &kPortable<Isa::Avx512>;
+#endif
+        default: return nullptr;
+    }
+}
+
+struct List {
+    Impl<LrnGeometry, const LrnKernel::Passes*> entries[4];
+};
+
+const List& list() {
+    static const List l{{{"avx512_narrow", Isa::Avx512, lrn::narrow_avx512(), lrn::narrow_declines},
+                         {"portable_avx512", Isa::Avx512, portable(Isa::Avx512)},
+                         {"portable_avx2", Isa::Avx2, portable(Isa::Avx2)},
+                         {"portable", Isa::Reference, portable(Isa::Reference)}}};
+    return l;
+}
+
+}  // namespace
+
+LrnKernel::LrnKernel(const LrnGeometry& g, int num, const IsaGate& gate) : g_(g), num_(num) {
+    passes_ = choose_impl(list().entries, g, gate, choice_);
+    scratch_floats_ = passes_->keeps_scale ? 2 * static_cast<size_t>(num) * g.channels * g.height * g.width : 0;
+}
+
+void LrnKernel::forward(const float* x, float* y, float* scratch) const { passes_->forward(x, g_, num_, y, scratch); }
+
+void LrnKernel::backward(const float* x, const float* y, const float* dy, float* dx, float* scratch) const {
+    passes_->backward(x, y, dy, g_, num_, dx, scratch);
+}
+
+std::string LrnKernel::describe() const {
+    return choice_.why == "first choice" ? choice_.name : choice_.name + " (" + choice_.why + ")";
+}
+
+std::string LrnKernel::implementations(const IsaGate& gate) {
+    return describe_impls(list().entries, gate);
 }
 
 }  // namespace rudra::kernels

@@ -2,19 +2,24 @@
 // dx = dy s^-3/4 - 2 alpha beta / size^2 * x * box(dy x s^-3/4 / s).
 // A row is one register. The box sum adds the window's rows, then shifts of that sum by
 // -half .. half, each a permutation under a mask (zero past the row's ends).
-#include "kernels/lrn_narrow.h"
-
+// This is avx512_narrow in LrnKernel's list (kernels/lrn.h).
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
 
-#include "kernels/cpu_features.h"
+#include "kernels/isa_target.h"
+#include "kernels/lrn.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
-namespace rudra::kernels {
+namespace rudra::kernels::lrn {
+
+namespace {
+constexpr int kMaxWidth = 16, kMaxSize = 15;
+}  // namespace
 
 #if defined(__x86_64__)
 namespace {
@@ -22,13 +27,6 @@ namespace {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12's headers start some values undefined
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
-constexpr int kMaxWidth = 16, kMaxSize = 15;
-
-bool applies(const LrnGeometry& g) {
-    return cpu_has_avx512f() && !g.across_channels && g.width <= kMaxWidth && g.local_size <= kMaxSize &&
-           g.beta == 0.75f;
-}
 
 // Shift d of a row (lane w takes lane w + d) for d = -half .. half, zero outside the row.
 struct Shifts {
@@ -49,7 +47,7 @@ Shifts make_shifts(const LrnGeometry& g) {
     return s;
 }
 
-__attribute__((target("avx512f"))) inline __m512 row_box(__m512 v, const Shifts& s) {
+RUDRA_TARGET_AVX512 inline __m512 row_box(__m512 v, const Shifts& s) {
     __m512 sum = _mm512_setzero_ps();
     for (int d = 0; d <= 2 * s.half; ++d)
         sum = _mm512_add_ps(sum, _mm512_maskz_permutexvar_ps(s.mask[d], _mm512_loadu_si512(s.idx[d]), v));
@@ -58,15 +56,15 @@ __attribute__((target("avx512f"))) inline __m512 row_box(__m512 v, const Shifts&
 
 // s^-3/4 = r sqrt(r) with r = 1 / sqrt(s), as the general path computes it; inverse receives
 // 1 / s = r^2.
-__attribute__((target("avx512f"))) inline __m512 inverse_three_quarters(__m512 s, __m512* inverse = nullptr) {
+RUDRA_TARGET_AVX512 inline __m512 inverse_three_quarters(__m512 s, __m512* inverse = nullptr) {
     const __m512 r = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_sqrt_ps(s));
     if (inverse) *inverse = _mm512_mul_ps(r, r);
     return _mm512_mul_ps(r, _mm512_sqrt_ps(r));
 }
 
 // The scale of row h of a plane: 1 + a * box sum of squares.
-__attribute__((target("avx512f"))) inline __m512 scale_row(const float* plane, const LrnGeometry& g, const Shifts& s,
-                                                          __mmask16 cols, int h, __m512 a) {
+RUDRA_TARGET_AVX512 inline __m512 scale_row(const float* plane, const LrnGeometry& g, const Shifts& s,
+                                            __mmask16 cols, int h, __m512 a) {
     __m512 v = _mm512_setzero_ps();
     for (int hh = std::max(0, h - s.half); hh <= std::min(g.height - 1, h + s.half); ++hh) {
         const __m512 x = _mm512_maskz_loadu_ps(cols, plane + static_cast<long>(hh) * g.width);
@@ -75,7 +73,7 @@ __attribute__((target("avx512f"))) inline __m512 scale_row(const float* plane, c
     return _mm512_fmadd_ps(a, row_box(v, s), _mm512_set1_ps(1.0f));
 }
 
-__attribute__((target("avx512f"))) void forward(const float* x, const LrnGeometry& g, int num, float* y) {
+RUDRA_TARGET_AVX512 void forward(const float* x, const LrnGeometry& g, int num, float* y, float*) {
     const Shifts s = make_shifts(g);
     const long plane = static_cast<long>(g.height) * g.width, planes = static_cast<long>(num) * g.channels;
     const __mmask16 cols = static_cast<__mmask16>((1u << g.width) - 1);
@@ -92,8 +90,8 @@ __attribute__((target("avx512f"))) void forward(const float* x, const LrnGeometr
     }
 }
 
-__attribute__((target("avx512f"))) void backward(const float* x, const float* dy, const LrnGeometry& g, int num,
-                                                 float* dx) {
+RUDRA_TARGET_AVX512 void backward(const float* x, const float*, const float* dy, const LrnGeometry& g, int num,
+                                  float* dx, float*) {
     const Shifts s = make_shifts(g);
     const long plane = static_cast<long>(g.height) * g.width, planes = static_cast<long>(num) * g.channels;
     const __mmask16 cols = static_cast<__mmask16>((1u << g.width) - 1);
@@ -111,7 +109,8 @@ __attribute__((target("avx512f"))) void backward(const float* x, const float* dy
                 const long o = static_cast<long>(h) * g.width;
                 __m512 inverse;
                 const __m512 pw = inverse_three_quarters(scale_row(xp, g, s, cols, h, a), &inverse);
-                const __m512 dyx = _mm512_mul_ps(_mm512_maskz_loadu_ps(cols, dyp + o), _mm512_maskz_loadu_ps(cols, xp + o));
+                const __m512 dyx =
+                    _mm512_mul_ps(_mm512_maskz_loadu_ps(cols, dyp + o), _mm512_maskz_loadu_ps(cols, xp + o));
                 _mm512_storeu_ps(power.data() + 16 * h, pw);
                 _mm512_storeu_ps(ratio.data() + 16 * h, _mm512_mul_ps(dyx, _mm512_mul_ps(pw, inverse)));
             }
@@ -132,25 +131,24 @@ __attribute__((target("avx512f"))) void backward(const float* x, const float* dy
 
 #pragma GCC diagnostic pop
 
+const LrnKernel::Passes kPasses{forward, backward, false};
+
 }  // namespace
 
-bool lrn_forward_narrow(const float* x, const LrnGeometry& g, int num, float* y) {
-    if (!applies(g)) return false;
-    forward(x, g, num, y);
-    return true;
-}
-
-bool lrn_backward_narrow(const float* x, const float* dy, const LrnGeometry& g, int num, float* dx) {
-    if (!applies(g)) return false;
-    backward(x, dy, g, num, dx);
-    return true;
-}
+const LrnKernel::Passes* narrow_avx512() { return &kPasses; }
 
 #else
 
-bool lrn_forward_narrow(const float*, const LrnGeometry&, int, float*) { return false; }
-bool lrn_backward_narrow(const float*, const float*, const LrnGeometry&, int, float*) { return false; }
+const LrnKernel::Passes* narrow_avx512() { return nullptr; }
 
 #endif
 
-}  // namespace rudra::kernels
+std::string narrow_declines(const LrnGeometry& g) {
+    if (g.across_channels) return "across channels";
+    if (g.width > kMaxWidth) return "rows of " + std::to_string(g.width) + ", wider than " + std::to_string(kMaxWidth);
+    if (g.local_size > kMaxSize) return "local_size " + std::to_string(g.local_size) + ", above 15";
+    if (g.beta != 0.75f) return "beta " + std::to_string(g.beta) + ", not 0.75";
+    return "";
+}
+
+}  // namespace rudra::kernels::lrn

@@ -12,7 +12,7 @@
 #include <altivec.h>
 #endif
 
-#include "kernels/sgemm/sgemm.h"
+#include "kernels/isa_target.h"
 
 namespace rudra::kernels {
 namespace {
@@ -25,7 +25,7 @@ constexpr int kChains = 12;
 // GCC 12's _mm512_reduce_add_ps starts from an undefined vector, which -Wuninitialized reports.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
-__attribute__((target("avx512f"))) double fma_avx512(int64_t reps, float* sink) {
+RUDRA_TARGET_AVX512 double fma_avx512(int64_t reps, float* sink) {
     __m512 acc[kChains];
     for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_ps(0.001f * i);
     const __m512 x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-7f);
@@ -39,7 +39,7 @@ __attribute__((target("avx512f"))) double fma_avx512(int64_t reps, float* sink) 
 }
 #pragma GCC diagnostic pop
 
-__attribute__((target("avx2,fma"))) double fma_avx2(int64_t reps, float* sink) {
+RUDRA_TARGET_AVX2 double fma_avx2(int64_t reps, float* sink) {
     __m256 acc[kChains];
     for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_ps(0.001f * i);
     const __m256 x = _mm256_set1_ps(0.999999f), y = _mm256_set1_ps(1e-7f);
@@ -83,26 +83,23 @@ double fma_scalar(int64_t reps, float* sink) {
 
 using FmaLoop = double (*)(int64_t, float*);
 
-FmaLoop widest(const char** isa) {
-    for (const MicroKernel* k : runnable_micro_kernels()) {
-        const std::string name = k->name;
+FmaLoop widest(const IsaGate& gate, const char** isa) {
 #if defined(__x86_64__)
-        if (name == "avx512") return *isa = "avx512", fma_avx512;
-        if (name == "avx2") return *isa = "avx2", fma_avx2;
+    if (gate.allows(Isa::Avx512)) return *isa = "avx512", fma_avx512;
+    if (gate.allows(Isa::Avx2)) return *isa = "avx2", fma_avx2;
 #endif
 #if defined(__powerpc64__) && defined(__VSX__)
-        if (name == "vsx" || name == "mma") return *isa = "vsx", fma_vsx;
+    if (gate.allows(Isa::Vsx)) return *isa = "vsx", fma_vsx;
 #endif
-    }
     *isa = "scalar";
     return fma_scalar;
 }
 
 }  // namespace
 
-PeakResult measure_peak(int threads, double seconds) {
+PeakResult measure_peak(int threads, double seconds, const IsaGate& gate) {
     PeakResult result{0.0, ""};
-    const FmaLoop loop = widest(&result.isa);
+    const FmaLoop loop = widest(gate, &result.isa);
     float sink = 0.0f;
     // Calibrate the pass count on one thread, then run it on all of them at once.
     int64_t reps = 1 << 16;

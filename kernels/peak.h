@@ -1,6 +1,7 @@
 // The machine's FP32 peak as the benchmarks measure it: every thread runs independent FMA
 // chains on the widest vectors the CPU has, long enough to hide their latency.
 #pragma once
+#include "kernels/isa.h"
 
 namespace rudra::kernels {
 
@@ -9,7 +10,7 @@ struct PeakResult {
     const char* isa;   // the vectors used: "avx512", "avx2", "vsx" or "scalar"
 };
 
-// Runs for about `seconds` on `threads` OpenMP threads.
-PeakResult measure_peak(int threads, double seconds = 0.3);
+// Runs for about `seconds` on `threads` OpenMP threads, on the widest vectors the gate allows.
+PeakResult measure_peak(int threads, double seconds = 0.3, const IsaGate& gate = isa_gate());
 
 }  // namespace rudra::kernels

@@ -10,19 +10,20 @@
 //
 // Max pooling keeps Caffe's choice among equal maxima, the first in the window's row-major scan:
 // down a column the first row wins, and across columns the smaller input index.
-#include "kernels/pool_narrow.h"
-
+// This is avx512_narrow in PoolKernel's lists (kernels/pooling.h).
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <vector>
 
-#include "kernels/cpu_features.h"
+#include "kernels/isa_target.h"
+#include "kernels/pool_impls.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
-namespace rudra::kernels {
+namespace rudra::kernels::pool {
 
 #if defined(__x86_64__)
 namespace {
@@ -43,17 +44,20 @@ struct Tables {
 };
 
 // Input rows [hs, he) of output row py's windows: never empty, as the padding is smaller than
-// the kernel (applies()).
+// the kernel (declines()).
 inline void window_rows(const PoolGeometry& g, int py, int& hs, int& he) {
     const int h0 = py * g.stride_h - g.pad_h;
     hs = std::max(h0, 0);
     he = std::min(h0 + g.kernel_h, g.height);
 }
 
-bool applies(const PoolGeometry& g) {
-    return cpu_has_avx512f() && g.width <= kMaxWidth && g.pooled_w() <= kMaxOutputs && g.kernel_w <= kMaxKernel &&
-           g.pad_h < g.kernel_h && g.pad_w < g.kernel_w &&
-           (g.stride_w == 1 || g.stride_w == 2);
+std::string declines(const PoolGeometry& g) {
+    if (g.width > kMaxWidth) return "rows of " + std::to_string(g.width) + ", wider than " + std::to_string(kMaxWidth);
+    if (g.pooled_w() > kMaxOutputs) return std::to_string(g.pooled_w()) + " outputs a row, above 16";
+    if (g.kernel_w > kMaxKernel) return "kernel " + std::to_string(g.kernel_w) + " wide, above 16";
+    if (g.pad_h >= g.kernel_h || g.pad_w >= g.kernel_w) return "padding not below the kernel";
+    if (g.stride_w != 1 && g.stride_w != 2) return "column stride " + std::to_string(g.stride_w) + ", not 1 or 2";
+    return "";
 }
 
 Tables make_tables(const PoolGeometry& g) {
@@ -97,7 +101,7 @@ std::vector<float> inverse_divisors(const PoolGeometry& g) {
     return inv;
 }
 
-__attribute__((target("avx512f"))) void forward(const float* x, const PoolGeometry& g, long planes, float* y) {
+RUDRA_TARGET_AVX512 void avg_forward(const float* x, const PoolGeometry& g, long planes, float* y, int32_t*) {
     const Tables t = make_tables(g);
     const std::vector<float> inv = inverse_divisors(g);
     const int ph = g.pooled_h(), pw = g.pooled_w(), W = g.width;
@@ -125,7 +129,7 @@ __attribute__((target("avx512f"))) void forward(const float* x, const PoolGeomet
     }
 }
 
-__attribute__((target("avx512f"))) void backward(const float* dy, const PoolGeometry& g, long planes, float* dx) {
+RUDRA_TARGET_AVX512 void avg_backward(const float* dy, const int32_t*, const PoolGeometry& g, long planes, float* dx) {
     const Tables t = make_tables(g);
     const std::vector<float> inv = inverse_divisors(g);
     const int ph = g.pooled_h(), pw = g.pooled_w(), W = g.width, H = g.height;
@@ -172,8 +176,8 @@ __attribute__((target("avx512f"))) void backward(const float* dy, const PoolGeom
     }
 }
 
-__attribute__((target("avx512f"))) void max_forward(const float* x, const PoolGeometry& g, long planes, float* y,
-                                                      int32_t* argmax) {
+RUDRA_TARGET_AVX512 void max_forward(const float* x, const PoolGeometry& g, long planes, float* y,
+                                     int32_t* argmax) {
     const Tables t = make_tables(g);
     const int ph = g.pooled_h(), pw = g.pooled_w(), W = g.width;
     const long in_plane = static_cast<long>(g.height) * W, out_plane = static_cast<long>(ph) * pw;
@@ -195,7 +199,8 @@ __attribute__((target("avx512f"))) void max_forward(const float* x, const PoolGe
             for (int h = hs + 1; h < he; ++h) {
                 const __m512 vlo = _mm512_maskz_loadu_ps(lo_cols, xp + static_cast<long>(h) * W),
                              vhi = _mm512_maskz_loadu_ps(hi_cols, xp + static_cast<long>(h) * W + 16);
-                const __mmask16 tlo = _mm512_cmp_ps_mask(vlo, lo, _CMP_GT_OQ), thi = _mm512_cmp_ps_mask(vhi, hi, _CMP_GT_OQ);
+                const __mmask16 tlo = _mm512_cmp_ps_mask(vlo, lo, _CMP_GT_OQ),
+                                thi = _mm512_cmp_ps_mask(vhi, hi, _CMP_GT_OQ);
                 lo = _mm512_mask_blend_ps(tlo, lo, vlo);
                 hi = _mm512_mask_blend_ps(thi, hi, vhi);
                 ilo = _mm512_mask_blend_epi32(tlo, ilo, _mm512_add_epi32(iota, _mm512_set1_epi32(h * W)));
@@ -210,8 +215,9 @@ __attribute__((target("avx512f"))) void max_forward(const float* x, const PoolGe
                 const __m512i idx = _mm512_loadu_si512(t.fwd_idx[kw]);
                 const __m512 v = _mm512_permutex2var_ps(lo, idx, hi);
                 const __m512i i = _mm512_permutex2var_epi32(ilo, idx, ihi);
-                const __mmask16 take = in & (~seen | _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ) |
-                                             (_mm512_cmp_ps_mask(v, best, _CMP_EQ_OQ) & _mm512_cmplt_epi32_mask(i, arg)));
+                const __mmask16 take =
+                    in & (~seen | _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ) |
+                          (_mm512_cmp_ps_mask(v, best, _CMP_EQ_OQ) & _mm512_cmplt_epi32_mask(i, arg)));
                 seen |= in;
                 best = _mm512_mask_blend_ps(take, best, v);
                 arg = _mm512_mask_blend_epi32(take, arg, i);
@@ -224,30 +230,12 @@ __attribute__((target("avx512f"))) void max_forward(const float* x, const PoolGe
 
 }  // namespace
 
-bool avg_pool_forward_narrow(const float* x, const PoolGeometry& g, long planes, float* y) {
-    if (!applies(g)) return false;
-    forward(x, g, planes, y);
-    return true;
-}
-
-bool avg_pool_backward_narrow(const float* dy, const PoolGeometry& g, long planes, float* dx) {
-    if (!applies(g)) return false;
-    backward(dy, g, planes, dx);
-    return true;
-}
-
-bool max_pool_forward_narrow(const float* x, const PoolGeometry& g, long planes, float* y, int32_t* argmax) {
-    if (!applies(g)) return false;
-    max_forward(x, g, planes, y, argmax);
-    return true;
-}
+Kind narrow_avx512() { return Kind{max_forward, avg_forward, avg_backward, nullptr, declines}; }
 
 #else
 
-bool avg_pool_forward_narrow(const float*, const PoolGeometry&, long, float*) { return false; }
-bool avg_pool_backward_narrow(const float*, const PoolGeometry&, long, float*) { return false; }
-bool max_pool_forward_narrow(const float*, const PoolGeometry&, long, float*, int32_t*) { return false; }
+Kind narrow_avx512() { return Kind{}; }
 
 #endif
 
-}  // namespace rudra::kernels
+}  // namespace rudra::kernels::pool

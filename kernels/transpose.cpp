@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "kernels/cpu_features.h"
+#include "kernels/isa_target.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -25,7 +25,7 @@ void transpose_portable(const float* src, int rows, int cols, int64_t ld_src, fl
 namespace {
 
 // GCC 12's headers build these shuffles from _mm512_undefined_ps(), which -Wuninitialized
-// reports inside a target("avx512f") function; the values are never read.
+// reports inside an AVX-512 target function; the values are never read.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -33,8 +33,8 @@ namespace {
 // A partial tile (rows or cols < 16) loads its rows under a column mask and zeros the rest,
 // and stores its `cols` destination rows under a mask of `rows` lanes.
 template <bool kPartial>
-__attribute__((target("avx512f"))) void tile16(const float* src, int64_t ld_src, float* dst, int64_t ld_dst,
-                                               int rows = 16, int cols = 16) {
+RUDRA_TARGET_AVX512 void tile16(const float* src, int64_t ld_src, float* dst, int64_t ld_dst,
+                                int rows = 16, int cols = 16) {
     __m512 r[16], t[16];
     const __mmask16 col_mask = static_cast<__mmask16>((1u << cols) - 1), row_mask = static_cast<__mmask16>((1u << rows) - 1);
 #pragma GCC unroll 16
@@ -92,17 +92,69 @@ void transpose_avx512(const float* src, int rows, int cols, int64_t ld_src, floa
 }
 #pragma GCC diagnostic pop
 
+// One 8 x 8 tile: 4-wide interleaves, then 128-bit lanes.
+RUDRA_TARGET_AVX2 void tile8(const float* src, int64_t ld_src, float* dst, int64_t ld_dst) {
+    __m256 r[8], t[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * ld_src);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    // r[4h + j], 128-bit lane L: column 4L + j of rows 4h .. 4h + 3.
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+        r[4 * h + 0] = _mm256_shuffle_ps(t[4 * h + 0], t[4 * h + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        r[4 * h + 1] = _mm256_shuffle_ps(t[4 * h + 0], t[4 * h + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        r[4 * h + 2] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        r[4 * h + 3] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+        _mm256_storeu_ps(dst + j * ld_dst, _mm256_permute2f128_ps(r[j], r[4 + j], 0x20));
+        _mm256_storeu_ps(dst + (j + 4) * ld_dst, _mm256_permute2f128_ps(r[j], r[4 + j], 0x31));
+    }
+}
+
+// Whole 8 x 8 tiles in registers; the ragged edges (a few rows or columns) element by element.
+void transpose_avx2(const float* src, int rows, int cols, int64_t ld_src, float* dst, int64_t ld_dst) {
+    const int rows8 = rows / 8 * 8, cols8 = cols / 8 * 8;
+    for (int r = 0; r < rows8; r += 8)
+        for (int c = 0; c < cols8; c += 8) tile8(src + r * ld_src + c, ld_src, dst + c * ld_dst + r, ld_dst);
+    for (int r = 0; r < rows; ++r)
+        for (int c = r < rows8 ? cols8 : 0; c < cols; ++c) dst[c * ld_dst + r] = src[r * ld_src + c];
+}
+
 }  // namespace
 #endif
 
-void transpose(const float* src, int rows, int cols, int64_t ld_src, float* dst, int64_t ld_dst) {
+namespace {
+
+struct AnyShape {};
 #if defined(__x86_64__)
-    if (cpu_has_avx512f()) {
-        transpose_avx512(src, rows, cols, ld_src, dst, ld_dst);
-        return;
-    }
+constexpr TransposeFn kAvx512 = transpose_avx512, kAvx2 = transpose_avx2;
+#else
+constexpr TransposeFn kAvx512 = nullptr, kAvx2 = nullptr;
 #endif
-    transpose_portable(src, rows, cols, ld_src, dst, ld_dst);
+const Impl<AnyShape, TransposeFn> kTransposes[] = {
+    {"avx512_16x16", Isa::Avx512, kAvx512},
+    {"avx2_8x8", Isa::Avx2, kAvx2},
+    {"portable", Isa::Reference, transpose_portable},
+};
+
+}  // namespace
+
+TransposeFn choose_transpose(const IsaGate& gate, ImplChoice* choice) {
+    ImplChoice local;
+    return choose_impl(kTransposes, AnyShape{}, gate, choice ? *choice : local);
+}
+
+std::string transpose_impls(const IsaGate& gate) { return describe_impls(kTransposes, gate); }
+
+void transpose(const float* src, int rows, int cols, int64_t ld_src, float* dst, int64_t ld_dst) {
+    static const TransposeFn chosen = choose_transpose(isa_gate());
+    chosen(src, rows, cols, ld_src, dst, ld_dst);
 }
 
 }  // namespace rudra::kernels

@@ -110,9 +110,31 @@ expect_error "even LRN size" "ls must be odd" "$rudra" bench lrn_within:mb1ic3ih
 expect_error "pooling pad" "padding must be smaller" "$rudra" bench pool_max:mb1ic3ih8kh2ph2
 expect_error "bad batch file line" "b.txt:2:" bash -c "printf 'm4n4k4\nm4n4q4\n' >$work/b.txt; $rudra bench --batch-file $work/b.txt"
 expect "info" "$rudra" info --ranks 4 --threads-per-rank 11 --topology "pack:2 numa:2 core:11 pu:4"
-grep -q "rank 3: NUMA 3" "$work/out" && grep -q "sgemm chosen" "$work/out" && pass || fail "info shows kernels and the plan"
-RUDRA_SGEMM_KERNEL=reference RUDRA_VERBOSE=1 expect "forced kernel" "$rudra" info
-grep -q "forced by RUDRA_SGEMM_KERNEL=reference" "$work/out" && pass || fail "forced kernel reported"
-RUDRA_SGEMM_KERNEL=sse9 expect_error "unknown forced kernel" "unknown sgemm kernel 'sse9'" "$rudra" info
+grep -q "rank 3: NUMA 3" "$work/out" && grep -q "sgemm micro-kernel: " "$work/out" && pass || fail "info shows kernels and the plan"
+grep -q "^ISA gate: " "$work/out" && grep -q "^  max pooling: forward" "$work/out" && grep -q "^  LRN: " "$work/out" &&
+  grep -q "^  transpose: " "$work/out" && pass || fail "info lists the gate and every gated operation"
+
+# One setting caps every operation: at the reference level nothing ISA-specific may run.
+RUDRA_ISA=reference RUDRA_VERBOSE=1 expect "info capped at reference" "$rudra" info
+grep -q "ISA gate: reference (portable C++ for the architecture's baseline): capped by RUDRA_ISA=reference" "$work/out" &&
+  grep -q "^  sgemm micro-kernel: reference " "$work/out" && grep -q "^  transpose: portable" "$work/out" &&
+  grep -q "^  LRN: portable (not allowed: " "$work/out" && grep -q "^rudra: sgemm micro-kernel reference" "$work/out" &&
+  pass || fail "the cap reaches the micro-kernel, transpose and LRN, and RUDRA_VERBOSE reports it"
+RUDRA_ISA=reference expect "time capped at reference" "$rudra" time "$src/models/cifar10_full/cifar10_full.prototxt" \
+  --batch 2 --iterations 1
+grep -q "^conv2 .*own: fwd im2col+sgemm_reference (not implicit: micro-kernel reference has no indirect tile)" "$work/out" &&
+  grep -q "^pool1 .*fwd portable (avx512_narrow, avx512_rows, portable_avx512: needs avx512, " "$work/out" &&
+  grep -q "^norm1 .*portable (avx512_narrow, portable_avx512: needs avx512, " "$work/out" &&
+  grep -q "^relu1 .*portable (portable_avx512: needs avx512, " "$work/out" && grep -q "^ip1 .*own (reference)" "$work/out" &&
+  pass || fail "rudra time shows each layer's implementation under the cap and why"
+RUDRA_ISA=sse9 expect_error "unknown ISA" "RUDRA_ISA=sse9: not an instruction-set level of this" "$rudra" info
+grep -q "(choices: " "$work/out" && pass || fail "an unknown ISA names the choices"
+RUDRA_ISA=sse9 expect_error "unknown ISA stops train before any work" "RUDRA_ISA=sse9" "$rudra" train "$solver" \
+  --data "$data" --epochs 1 -o "$work/isa-run"
+[ ! -e "$work/isa-run" ] && pass || fail "no output directory after an ISA error"
+RUDRA_SGEMM_KERNEL=avx2 expect_error "retired variable" "RUDRA_SGEMM_KERNEL=avx2: replaced by RUDRA_ISA" "$rudra" info
+RUDRA_SGEMM_BLOCKS=1,2 expect_error "bad blocks" "RUDRA_SGEMM_BLOCKS='1,2': expected three positive integers" "$rudra" info
+expect "help names RUDRA_ISA" "$rudra" --help
+grep -q "RUDRA_ISA=LEVEL" "$work/out" && pass || fail "--help documents RUDRA_ISA"
 
 finish

@@ -79,6 +79,7 @@ struct Candidate {
     std::string backend, pass;
     std::function<void()> run;
     double best = 1e30;
+    std::string impl;  // what runs, where the backend says (kernels/isa.h's choices)
 };
 
 // Interleaves the candidates round by round: at least 3 rounds and `min_time` seconds each.
@@ -125,6 +126,10 @@ public:
                 << r["mb"] << ',' << r["ms"] << ',' << r["gflops"] << ',' << r["pct_peak"] << ',' << r["gbs"] << "\n";
         }
         out.flush();
+    }
+    // A line for a reader of the table (which implementations run); not part of CSV or JSON lines.
+    void note(const std::string& text) {
+        if (format_ == "table" || !path_.empty()) std::printf("  %s\n", text.c_str());
     }
     // The file appears complete or not at all.
     void finish() {
@@ -179,7 +184,9 @@ std::vector<Candidate> gemm_candidates(const GemmShape& s, const std::vector<std
             if (openblas.available())
                 run = [=, &a, &b, &c, &openblas] { openblas.sgemm(s, a.data(), lda, b.data(), ldb, c.data(), ldc, threads); };
         }
-        if (run) cs.push_back({be, "gemm", run});
+        if (run)
+            cs.push_back({be, "gemm", run, 1e30,
+                          be == "own" ? std::string("micro-kernel ") + kernels::selected_micro_kernel().kernel.name : ""});
     }
     return cs;
 }
@@ -206,6 +213,7 @@ int run_bench(const BenchOptions& o) {
     const std::vector<int> thread_counts = o.threads.empty() ? std::vector<int>{omp_get_max_threads()} : o.threads;
     const std::vector<std::string>& backends = o.backends;
     OpenBlas openblas;
+    std::printf("ISA gate: %s\n", kernels::isa_gate().describe().c_str());
     std::printf("sgemm micro-kernel: %s (%s)\n", kernels::selected_micro_kernel().kernel.name,
                 kernels::selected_micro_kernel().reason.c_str());
     std::map<int, double> peak;
@@ -240,7 +248,7 @@ int run_bench(const BenchOptions& o) {
                     layers.push_back(std::make_unique<LayerBench>(p, gb, t));
                     LayerBench* lb = layers.back().get();
                     for (const std::string& ps : o.passes)
-                        if (LayerBench::has_pass(p, ps)) cs.push_back({be, ps, [lb, ps] { lb->run(ps); }});
+                        if (LayerBench::has_pass(p, ps)) cs.push_back({be, ps, [lb, ps] { lb->run(ps); }, 1e30, lb->describe()});
                 }
             } else if (p.is_gemm) {
                 const GemmShape& s = p.gemm;
@@ -256,17 +264,24 @@ int run_bench(const BenchOptions& o) {
                     if (!kind || !kernels::conv_backend_available(*kind)) continue;
                     convs.push_back(std::make_unique<kernels::ConvBench>(p.conv, *kind, t));
                     kernels::ConvBench* cb = convs.back().get();
-                    for (const std::string& ps : o.passes) cs.push_back({be, ps, [cb, ps] { cb->run(ps); }});
+                    for (const std::string& ps : o.passes)
+                        cs.push_back({be, ps, [cb, ps] { cb->run(ps); }, 1e30, cb->describe()});
                 }
             }
             time_candidates(cs, o.min_time);
+            std::string said;  // each backend's implementations once per problem
+            for (const Candidate& cd : cs)
+                if (!cd.impl.empty() && said.find("|" + cd.backend + "|") == std::string::npos) {
+                    said += "|" + cd.backend + "|";
+                    report.note(p.text + " " + cd.backend + ": " + cd.impl);
+                }
             for (const Candidate& cd : cs) {
                 const double gflops = p.flops() / cd.best * 1e-9;
                 report.add({{"problem", p.text}, {"name", p.name}, {"kind", kind_name(p.kind)},
                             {"backend", cd.backend}, {"pass", cd.pass}, {"threads", t},
                             {"mb", p.minibatch()}, {"ms", cd.best * 1e3}, {"gflops", gflops},
                             {"peak_gflops", peak[t]}, {"pct_peak", 100.0 * gflops / peak[t]},
-                            {"gbs", p.bytes() / cd.best * 1e-9}});
+                            {"gbs", p.bytes() / cd.best * 1e-9}, {"impl", cd.impl}});
             }
         }
     }

@@ -42,7 +42,9 @@ LayerBench::LayerBench(const BenchProblem& p, kernels::GemmBackend backend, int 
             buf_->y = AlignedBuffer(out);
             buf_->dy = random_buffer(out, 2);
             buf_->extra = AlignedBuffer(out);  // argmax, as int32
-            run("fwd");                         // argmax for the backward pass
+            pool_.emplace(p.kind == ProblemKind::PoolMax ? kernels::PoolMethod::Max : kernels::PoolMethod::Average,
+                          p.pool);
+            run("fwd");  // argmax for the backward pass
             break;
         }
         case ProblemKind::LrnAcross:
@@ -52,7 +54,8 @@ LayerBench::LayerBench(const BenchProblem& p, kernels::GemmBackend backend, int 
             buf_->dy = random_buffer(count, 2);
             buf_->y = AlignedBuffer(count);
             buf_->dx = AlignedBuffer(count);
-            buf_->extra = AlignedBuffer(2 * count);  // scale, backward work
+            lrn_.emplace(p.lrn, p.mb);
+            buf_->extra = AlignedBuffer(lrn_->scratch_floats());
             run("fwd");
             break;
         }
@@ -85,27 +88,19 @@ void LayerBench::run(const std::string& pass) {
     const bool fwd = pass == "fwd";
     switch (p_.kind) {
         case ProblemKind::PoolMax:
-            if (fwd)
-                kernels::max_pool_forward(b.x.data(), p_.pool, planes, b.y.data(), argmax);
-            else
-                kernels::max_pool_backward(b.dy.data(), argmax, p_.pool, planes, b.dx.data());
-            return;
         case ProblemKind::PoolAve:
             if (fwd)
-                kernels::avg_pool_forward(b.x.data(), p_.pool, planes, b.y.data());
+                pool_->forward(b.x.data(), planes, b.y.data(), argmax);
             else
-                kernels::avg_pool_backward(b.dy.data(), p_.pool, planes, b.dx.data());
+                pool_->backward(b.dy.data(), argmax, planes, b.dx.data());
             return;
         case ProblemKind::LrnAcross:
-        case ProblemKind::LrnWithin: {
-            const long count = planes * p_.lrn.height * p_.lrn.width;
+        case ProblemKind::LrnWithin:
             if (fwd)
-                kernels::lrn_forward(b.x.data(), p_.lrn, p_.mb, b.y.data(), b.extra.data());
+                lrn_->forward(b.x.data(), b.y.data(), b.extra.data());
             else
-                kernels::lrn_backward(b.x.data(), b.y.data(), b.extra.data(), b.dy.data(), p_.lrn, p_.mb, b.dx.data(),
-                                      b.extra.data() + count);
+                lrn_->backward(b.x.data(), b.y.data(), b.dy.data(), b.dx.data(), b.extra.data());
             return;
-        }
         case ProblemKind::InnerProduct: {
             // As the layer does: y = x W^T, dx = dy W, dW += dy^T x (W is outputs x inputs).
             const int mb = p_.mb, k = p_.channels, o = p_.ip_outputs;
@@ -123,6 +118,12 @@ void LayerBench::run(const std::string& pass) {
         default:
             return;
     }
+}
+
+std::string LayerBench::describe() const {
+    if (pool_) return pool_->describe();
+    if (lrn_) return lrn_->describe();
+    return kernels::gemm_backend_name(backend_);
 }
 
 }  // namespace rudra::tools

@@ -3,9 +3,12 @@
 // values sized by the problem.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "kernels/gemm.h"
+#include "kernels/lrn.h"
+#include "kernels/pooling.h"
 #include "tools/bench_problems.h"
 
 namespace rudra::tools {
@@ -18,6 +21,7 @@ public:
     // fwd, bwd_data, and for an inner product bwd_weights.
     static bool has_pass(const BenchProblem& p, const std::string& pass);
     void run(const std::string& pass);
+    std::string describe() const;  // the implementations that run
 
 private:
     struct Buffers;
@@ -25,6 +29,8 @@ private:
     kernels::GemmBackend backend_;
     int threads_;
     std::unique_ptr<Buffers> buf_;
+    std::optional<kernels::PoolKernel> pool_;
+    std::optional<kernels::LrnKernel> lrn_;
 };
 
 }  // namespace rudra::tools

@@ -1,29 +1,66 @@
 // `rudra info`: what this machine and build offer, and where a node's ranks and threads would
-// run: the topology (from hwloc, or a synthetic one), the CPU's micro-kernels and the chosen
-// one with its blocks, the backends in this build, and the placement plan.
+// run: the topology (from hwloc, or a synthetic one), the CPU's features and the ISA gate, what
+// each operation may run under it, the backends in this build, and the placement plan.
 #include <omp.h>
 
 #include <cstdio>
 #include <stdexcept>
 
 #include "kernels/conv.h"
+#include "kernels/isa.h"
+#include "kernels/lrn.h"
+#include "kernels/pooling.h"
+#include "kernels/transpose.h"
 #include "kernels/placement.h"
 #include "kernels/sgemm/sgemm.h"
 #include "tools/commands.h"
 
 namespace rudra::tools {
 
+namespace {
+
+// What each operation with ISA-specific implementations may run under the gate, in order.
+void print_operations(const kernels::IsaGate& gate) {
+    const auto& choice = kernels::selected_micro_kernel();
+    const kernels::MicroKernel& k = choice.kernel;
+    std::printf("operations (implementations in order: the first the gate allows and the shape suits runs;\n"
+                "  `rudra time` shows each layer's choice):\n");
+    std::string micro;
+    for (const kernels::MicroKernel* m : kernels::runnable_micro_kernels(gate))
+        micro += (micro.empty() ? "" : ", ") + std::string(m->name);
+    std::printf("  sgemm micro-kernel: %s (allowed: %s), tile %dx%d, blocks mc %d kc %d nc %d: %s\n", k.name,
+                micro.c_str(), k.mr, k.nr, k.mc, k.kc, k.nc, choice.reason.c_str());
+    std::printf("  convolution (own): implicit_%s where the layer allows (stride 1: indirect and gather tiles of %s), "
+                "else im2col + sgemm_%s\n",
+                k.name, k.indirect ? k.name : "no micro-kernel here", k.name);
+    std::printf("  transpose: %s\n", kernels::transpose_impls(gate).c_str());
+    std::printf("  max pooling: %s\n", kernels::PoolKernel::implementations(kernels::PoolMethod::Max, gate).c_str());
+    std::printf("  average pooling: %s\n",
+                kernels::PoolKernel::implementations(kernels::PoolMethod::Average, gate).c_str());
+    std::printf("  LRN: %s\n", kernels::LrnKernel::implementations(gate).c_str());
+#ifdef RUDRA_HAVE_DNNL
+    std::printf("  oneDNN: its own dispatch%s\n",
+                gate.capped() ? (std::string(", capped at ") + (gate.top() == kernels::Isa::Avx2 ? "avx2" : "sse41") +
+                                 " to follow the gate")
+                                    .c_str()
+                              : "");
+#endif
+}
+
+}  // namespace
+
 int run_info(const InfoOptions& o) {
     const kernels::CpuTopology topo = kernels::read_topology(o.topology);
     std::printf("topology: %s\n", kernels::describe_topology(topo).c_str());
-    std::string runnable;
-    for (const kernels::MicroKernel* k : kernels::runnable_micro_kernels())
-        runnable += (runnable.empty() ? "" : ", ") + std::string(k->name);
-    const auto& choice = kernels::selected_micro_kernel();
-    std::printf("sgemm micro-kernels this CPU runs: %s\n", runnable.c_str());
-    std::printf("sgemm chosen: %s (%s), tile %dx%d, blocks mc %d kc %d nc %d: %s\n", choice.kernel.name,
-                choice.kernel.isa, choice.kernel.mr, choice.kernel.nr, choice.kernel.mc, choice.kernel.kc,
-                choice.kernel.nc, choice.reason.c_str());
+    const kernels::IsaGate& gate = kernels::isa_gate();
+    std::string levels;
+    for (kernels::Isa l : kernels::cpu_levels(gate.cpu())) levels += (levels.empty() ? "" : ", ") + std::string(kernels::isa_name(l));
+    const std::string features = kernels::describe_features(gate.cpu());
+    std::printf("build: %s\n", kernels::build_target().c_str());
+    std::printf("CPU features: %s\n", features.empty() ? "none of the gated ones" : features.c_str());
+    std::printf("ISA levels this CPU runs: %s (RUDRA_ISA caps them)\n", levels.c_str());
+    std::printf("ISA gate: %s\n", gate.describe().c_str());
+    print_operations(gate);
     std::string conv;
     for (auto be : {kernels::ConvBackend::Own, kernels::ConvBackend::Blis, kernels::ConvBackend::Onednn})
         if (kernels::conv_backend_available(be)) conv += (conv.empty() ? "" : ", ") + std::string(kernels::conv_backend_name(be));

@@ -94,7 +94,7 @@ EvalResult evaluate(nn::Net& net, const data::Dataset& d, const data::Transform&
 
 std::string with_thousands(uint64_t n) {
     std::string s = std::to_string(n);
-    for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
+    for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), 1, ',');
     return s;
 }
 

@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "kernels/isa.h"
+#include "kernels/sgemm/sgemm.h"
 #include "tools/commands.h"
 
 namespace {
@@ -37,6 +39,13 @@ void add_kernel_options(CLI::App* cmd, rudra::nn::KernelOptions& k) {
 int main(int argc, char** argv) {
     CLI::App app{"rudra: a deep learning engine for CPU clusters (Caffe prototxt models, SGD solvers)"};
     app.require_subcommand(1);
+    app.footer(
+        "Environment:\n"
+        "  RUDRA_ISA=LEVEL       cap the instruction sets of every kernel (" + rudra::kernels::isa_level_names() +
+        " here;\n"
+        "                        default: the highest this CPU has); `rudra info` lists what each operation runs\n"
+        "  RUDRA_SGEMM_BLOCKS=mc,kc,nc  the own SGEMM's cache blocks\n"
+        "  RUDRA_VERBOSE=1       print the kernel choices");
     // A later value replaces an earlier one, so that scripts can be given overrides
     // (tools/run-main.sh --epochs 2).
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -81,7 +90,7 @@ int main(int argc, char** argv) {
     m->add_option("-t,--threads", threads, "OpenMP threads (0: all cores)")->check(CLI::NonNegativeNumber);
 
     rudra::tools::InfoOptions info;
-    auto* i = app.add_subcommand("info", "topology, SGEMM micro-kernels, backends and the thread placement plan");
+    auto* i = app.add_subcommand("info", "topology, CPU features and ISA gate, each operation's implementations, backends and the thread placement plan");
     i->add_option("--ranks", info.ranks, "ranks on one node to plan for")->check(CLI::PositiveNumber)->capture_default_str();
     i->add_option("--threads-per-rank", info.threads, "threads of each rank (default: the OpenMP setting)")
         ->check(CLI::PositiveNumber);
@@ -165,6 +174,9 @@ int main(int argc, char** argv) {
     if (threads > 0) omp_set_num_threads(threads);
     try {
         for (const auto* k : {&train.kernels, &test.kernels, &time.kernels}) k->validate();
+        // The ISA gate and the micro-kernel first: a bad RUDRA_ISA or RUDRA_SGEMM_BLOCKS is
+        // reported before any work.
+        rudra::kernels::selected_micro_kernel();
 #ifdef RUDRA_HAVE_MPI
         dist.kernels.validate();
 #endif

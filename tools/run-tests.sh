@@ -1,9 +1,19 @@
 #!/usr/bin/env bash
-# The whole test suite on a fresh machine: set up, build, run every test with ctest, then the
-# POWER9/POWER10 build's kernel and layer tests under emulation (tools/power-ci.sh; skipped
-# with RUDRA_SKIP_POWER=1).
+# The whole test suite on a fresh machine: set up, build, run every test with ctest (the kernel
+# and layer tests once per ISA level and once as an AVX2-only CPU under qemu among them), then
+# the POWER build's kernel and layer tests under emulation (tools/power-ci.sh; skipped with
+# RUDRA_SKIP_POWER=1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The tests alone need qemu-user-static (x86-64 code run as an AVX2-only CPU; the POWER tests).
+# Installed before configuring, so that CMake adds the emulated tests.
+if ! dpkg-query -W -f='${Status}' qemu-user-static 2>/dev/null | grep -q "install ok installed"; then
+  echo "run-tests: installing qemu-user-static"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -q || echo "run-tests: apt-get update reported errors; trying the install anyway"
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends qemu-user-static
+fi
 bash tools/setup.sh
 (cd build && ctest --output-on-failure --timeout 1200)
 if [ "${RUDRA_SKIP_POWER:-0}" != 1 ]; then

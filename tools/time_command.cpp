@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/gemm.h"
+#include "kernels/isa.h"
 #include "tools/commands.h"
 
 namespace rudra::tools {
@@ -85,7 +86,9 @@ int run_time(const TimeOptions& o) {
     const double total_ms = ms_since(t_all) / o.iterations;
     std::printf("net %s, mini-batch %d, %d iterations, %d threads, gemm %s\n", net_path.c_str(), net.batch(),
                 o.iterations, omp_get_max_threads(), kernels::gemm_backend_name());
-    std::printf("%-16s %-16s %12s %12s  %s\n", "layer", "type", "forward ms", "backward ms", "backend");
+    std::printf("ISA gate: %s\n", kernels::isa_gate().describe().c_str());
+    std::printf("%-16s %-16s %12s %12s  %s\n", "layer", "type", "forward ms", "backward ms",
+                "backend: implementation per pass (and why faster ones were passed over)");
     double f_sum = 0, b_sum = 0;
     nlohmann::json rows = nlohmann::json::array();
     for (size_t i = 0; i < L; ++i) {
@@ -104,6 +107,7 @@ int run_time(const TimeOptions& o) {
         std::ofstream f(o.json);
         if (!f) throw std::runtime_error(o.json + ": cannot open for writing");
         f << nlohmann::json({{"event", "time"}, {"net", net_path}, {"batch", net.batch()}, {"threads", omp_get_max_threads()},
+                             {"isa", kernels::isa_name(kernels::isa_gate().top())},
                              {"forward_backward_ms", total_ms}, {"images_per_s", net.batch() * 1000.0 / total_ms},
                              {"learnable_parameters", net.params().learnable_count()}, {"layers", rows}})
                  .dump()

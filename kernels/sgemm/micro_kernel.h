@@ -4,6 +4,8 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/isa.h"
+
 namespace rudra::kernels {
 
 // C[0:mr, 0:nr] = alpha * sum_p A[:, p] (x) B[p, :] + beta * C   (row-major C, row stride rs_c)
@@ -37,8 +39,8 @@ using MicroKernelGatherAFn = void (*)(int rows, int64_t k, int64_t run, const fl
                                       const int32_t* run_offsets, const float* b, float* c, int64_t rs_c, float beta);
 
 struct MicroKernel {
-    const char* name;  // what RUDRA_SGEMM_KERNEL and --kernel accept
-    const char* isa;   // the instructions it needs, for messages
+    const char* name;  // "avx512", "avx2", "vsx", "mma", "reference"
+    Isa isa;           // the instruction-set level it is written for (the gate must allow it)
     int mr, nr;        // register tile
     int mc, kc, nc;    // cache blocks: A block mc x kc (L2), B sliver kc x nr (L1), B panel kc x nc
     MicroKernelFn run;
@@ -48,7 +50,7 @@ struct MicroKernel {
 };
 
 // Each returns its kernel, or nullptr when this build does not contain it (wrong architecture).
-// Whether the CPU can run it is decided by cpu_supports() in sgemm_dispatch.cpp.
+// Whether it may run is the ISA gate's decision (kernels/isa.h, sgemm_dispatch.cpp).
 const MicroKernel* reference_micro_kernel();
 const MicroKernel* avx2_micro_kernel();
 const MicroKernel* avx512_micro_kernel();

@@ -31,22 +31,21 @@ void pack_a_matrix(const MicroKernel& kernel, Trans ta, int m, int k, const floa
 void sgemm_prepacked_a(const MicroKernel& kernel, int m, int n, int k, float alpha, const float* packed_a, Trans tb,
                        const float* b, int ldb, float beta, float* c, int ldc, int threads);
 
-// Whether this CPU can execute the kernel's instructions (detected at run time).
-bool cpu_supports(const MicroKernel& kernel);
-// Kernels in this build that this CPU can run, fastest first.
-std::vector<const MicroKernel*> runnable_micro_kernels();
-// The kernel named `name` ("avx512", "avx2", "vsx", "mma", "reference"); throws
-// std::invalid_argument naming the choices when it is unknown or this CPU cannot run it.
-const MicroKernel& micro_kernel_by_name(const std::string& name);
+// Kernels in this build that the gate allows, fastest first.
+std::vector<const MicroKernel*> runnable_micro_kernels(const IsaGate& gate = isa_gate());
 
 struct KernelChoice {
-    MicroKernel kernel;  // block sizes as overridden by RUDRA_SGEMM_BLOCKS
-    std::string reason;  // why: forced by RUDRA_SGEMM_KERNEL, or the fastest the CPU supports
+    MicroKernel kernel;  // block sizes for the CPU family, or as RUDRA_SGEMM_BLOCKS says
+    std::string reason;  // "first choice", or why the faster kernels were passed over
 };
-// The process's choice, made once on first use: RUDRA_SGEMM_KERNEL=name forces a kernel (an
-// unknown or unsupported name is a fatal error naming the choices), else the fastest runnable.
-// RUDRA_SGEMM_BLOCKS=mc,kc,nc replaces its cache block sizes (for tuning on a new machine).
-// With RUDRA_VERBOSE=1 the choice, its block sizes and the reason are printed to stderr.
+// The fastest kernel the gate allows, with the cache blocks for the gate's CPU.
+KernelChoice choose_micro_kernel(const IsaGate& gate);
+// The process's choice, made once on first use from isa_gate(); RUDRA_SGEMM_BLOCKS=mc,kc,nc
+// replaces its cache block sizes (for tuning on a new machine). With RUDRA_VERBOSE=1 the choice,
+// its block sizes and the reason are printed to stderr. A malformed RUDRA_SGEMM_BLOCKS, a bad
+// RUDRA_ISA, or the retired RUDRA_SGEMM_KERNEL throw std::invalid_argument at every call.
 const KernelChoice& selected_micro_kernel();
+// selected_micro_kernel() for the process's gate, choose_micro_kernel(gate) for any other.
+KernelChoice micro_kernel_for(const IsaGate& gate);
 
 }  // namespace rudra::kernels

@@ -122,7 +122,7 @@ void gather_a_vsx(int rows, int64_t k, int64_t run, const float* const* a_rows, 
     kByRows[rows](k, run, a_rows, run_offsets, b, c, rs_c, beta);
 }
 
-constexpr MicroKernel kVsx{"vsx", "POWER VSX", kMR, kNR, 256, 256, 4096, run_vsx, nullptr, indirect_vsx, gather_a_vsx};
+constexpr MicroKernel kVsx{"vsx", Isa::Vsx, kMR, kNR, 256, 256, 4096, run_vsx, nullptr, indirect_vsx, gather_a_vsx};
 
 }  // namespace
 
@@ -134,7 +134,7 @@ extern const MicroKernelGatherAFn kMmaGather;
 
 const MicroKernel* vsx_micro_kernel() { return &kVsx; }
 const MicroKernel* mma_micro_kernel() {
-    static const MicroKernel mma{"mma", "POWER10 MMA", kMR, kNR, 256, 256, 4096, kMmaRun, nullptr, kMmaIndirect,
+    static const MicroKernel mma{"mma", Isa::Mma, kMR, kNR, 256, 256, 4096, kMmaRun, nullptr, kMmaIndirect,
                                  kMmaGather};
     return kMmaRun ? &mma : nullptr;
 }

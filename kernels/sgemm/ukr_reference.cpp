@@ -16,7 +16,7 @@ void run(int64_t k, const float* a, const float* b, int64_t rs_b, float* c, int6
         for (int j = 0; j < kNR; ++j) c[j] = alpha * acc[i][j] + (beta == 0.0f ? 0.0f : beta * c[j]);
 }
 
-constexpr MicroKernel kKernel{"reference", "none (portable C++)", kMR, kNR, 128, 256, 4096, run, nullptr, nullptr, nullptr};
+constexpr MicroKernel kKernel{"reference", Isa::Reference, kMR, kNR, 128, 256, 4096, run, nullptr, nullptr, nullptr};
 
 }  // namespace
 

@@ -1,8 +1,10 @@
-// x86-64 micro-kernels. Each function carries its own target attribute, so this file builds with
-// any -march and the dispatcher decides at run time which one the CPU can execute.
+// x86-64 micro-kernels. Each function carries its level's target attribute (kernels/isa_target.h),
+// so this file builds for the x86-64 baseline and the ISA gate decides at run time which one runs.
 // Vectors run along the rows of C (NR = 2 vectors); each step broadcasts MR values of A and does
 // 2 * MR FMAs on two loads of B.
 #include "kernels/sgemm/micro_kernel.h"
+
+#include "kernels/isa_target.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -13,8 +15,8 @@ namespace {
 // AVX-512: 12 x 32 tile, 24 zmm accumulators + 2 for B + 1 broadcast of the 32 registers.
 constexpr int kMR512 = 12, kNR512 = 32;
 
-__attribute__((target("avx512f"))) void run_avx512(int64_t k, const float* a, const float* b, int64_t rs_b,
-                                                     float* c, int64_t rs_c, float alpha, float beta) {
+RUDRA_TARGET_AVX512 void run_avx512(int64_t k, const float* a, const float* b, int64_t rs_b,
+                                    float* c, int64_t rs_c, float alpha, float beta) {
     __m512 lo[kMR512], hi[kMR512];
 #pragma GCC unroll 16
     for (int i = 0; i < kMR512; ++i) lo[i] = hi[i] = _mm512_setzero_ps();
@@ -44,13 +46,13 @@ __attribute__((target("avx512f"))) void run_avx512(int64_t k, const float* a, co
 // loads and stores of C. Small-m GEMMs (inner products at mini-batch 1-8, 32 output channels)
 // would otherwise compute 12 rows to keep a few.
 // (GCC 12's intrinsics start some values from _mm256_undefined_pd(), which -Wuninitialized
-// reports inside target("avx512f") functions; those values are never read.)
+// reports inside AVX-512 target functions; those values are never read.)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 template <int ROWS>
-__attribute__((target("avx512f"))) void edge_avx512_rows(int cols, int64_t k, const float* a, const float* b,
-                                                           int64_t rs_b, float* c, int64_t rs_c, float alpha,
-                                                           float beta) {
+RUDRA_TARGET_AVX512 void edge_avx512_rows(int cols, int64_t k, const float* a, const float* b,
+                                          int64_t rs_b, float* c, int64_t rs_c, float alpha,
+                                          float beta) {
     __m512 lo[ROWS], hi[ROWS];
 #pragma GCC unroll 16
     for (int i = 0; i < ROWS; ++i) lo[i] = hi[i] = _mm512_setzero_ps();
@@ -81,8 +83,8 @@ __attribute__((target("avx512f"))) void edge_avx512_rows(int cols, int64_t k, co
 // C = acc (beta 0) or C + acc (beta 1) for ROWS x 32 accumulators: the indirect and gather
 // tiles' ending.
 template <int ROWS>
-__attribute__((target("avx512f"), always_inline)) inline void store_tile(__m512 (&lo)[ROWS], __m512 (&hi)[ROWS], float* c,
-                                                                         int64_t rs_c, float beta) {
+RUDRA_TARGET_AVX512 __attribute__((always_inline)) inline void store_tile(__m512 (&lo)[ROWS], __m512 (&hi)[ROWS],
+                                                                          float* c, int64_t rs_c, float beta) {
 #pragma GCC unroll 16
     for (int i = 0; i < ROWS; ++i, c += rs_c) {
         if (beta != 0.0f) {
@@ -95,9 +97,9 @@ __attribute__((target("avx512f"), always_inline)) inline void store_tile(__m512 
 }
 
 template <int ROWS, int PARTS>
-__attribute__((target("avx512f"))) void indirect_avx512_rows(int64_t k, const float* a, const float* const* bases,
-                                                               const int32_t* offsets, float* c, int64_t rs_c,
-                                                               float beta) {
+RUDRA_TARGET_AVX512 void indirect_avx512_rows(int64_t k, const float* a, const float* const* bases,
+                                              const int32_t* offsets, float* c, int64_t rs_c,
+                                              float beta) {
     __m512 lo[ROWS], hi[ROWS];
 #pragma GCC unroll 16
     for (int i = 0; i < ROWS; ++i) lo[i] = hi[i] = _mm512_setzero_ps();
@@ -124,9 +126,9 @@ __attribute__((target("avx512f"))) void indirect_avx512_rows(int64_t k, const fl
 }
 
 template <int ROWS>
-__attribute__((target("avx512f"))) void gather_a_avx512_rows(int64_t k, int64_t run, const float* const* a_rows,
-                                                               const int32_t* run_offsets, const float* b, float* c,
-                                                               int64_t rs_c, float beta) {
+RUDRA_TARGET_AVX512 void gather_a_avx512_rows(int64_t k, int64_t run, const float* const* a_rows,
+                                              const int32_t* run_offsets, const float* b, float* c,
+                                              int64_t rs_c, float beta) {
     __m512 lo[ROWS], hi[ROWS];
 #pragma GCC unroll 16
     for (int i = 0; i < ROWS; ++i) lo[i] = hi[i] = _mm512_setzero_ps();
@@ -194,8 +196,8 @@ void edge_avx512(int rows, int cols, int64_t k, const float* a, const float* b, 
 // AVX2 + FMA: 6 x 16 tile, 12 ymm accumulators + 2 for B + 1 broadcast of the 16 registers.
 constexpr int kMR256 = 6, kNR256 = 16;
 
-__attribute__((target("avx2,fma"))) void run_avx2(int64_t k, const float* a, const float* b, int64_t rs_b,
-                                                    float* c, int64_t rs_c, float alpha, float beta) {
+RUDRA_TARGET_AVX2 void run_avx2(int64_t k, const float* a, const float* b, int64_t rs_b,
+                                float* c, int64_t rs_c, float alpha, float beta) {
     __m256 lo[kMR256], hi[kMR256];
 #pragma GCC unroll 8
     for (int i = 0; i < kMR256; ++i) lo[i] = hi[i] = _mm256_setzero_ps();
@@ -224,8 +226,8 @@ __attribute__((target("avx2,fma"))) void run_avx2(int64_t k, const float* a, con
 // The AVX2 kernel's indirect and gather tiles (see the AVX-512 ones): ROWS x 16, B rows in two
 // pieces of 8 or packed, C = acc or C + acc.
 template <int ROWS>
-__attribute__((target("avx2,fma"), always_inline)) inline void store_tile_avx2(__m256 (&lo)[ROWS], __m256 (&hi)[ROWS],
-                                                                                float* c, int64_t rs_c, float beta) {
+RUDRA_TARGET_AVX2 __attribute__((always_inline)) inline void store_tile_avx2(__m256 (&lo)[ROWS], __m256 (&hi)[ROWS],
+                                                                             float* c, int64_t rs_c, float beta) {
 #pragma GCC unroll 8
     for (int i = 0; i < ROWS; ++i, c += rs_c) {
         if (beta != 0.0f) {
@@ -238,9 +240,9 @@ __attribute__((target("avx2,fma"), always_inline)) inline void store_tile_avx2(_
 }
 
 template <int ROWS>
-__attribute__((target("avx2,fma"))) void indirect_avx2_rows(int64_t k, const float* a, const float* const* bases,
-                                                              const int32_t* offsets, float* c, int64_t rs_c,
-                                                              float beta) {
+RUDRA_TARGET_AVX2 void indirect_avx2_rows(int64_t k, const float* a, const float* const* bases,
+                                          const int32_t* offsets, float* c, int64_t rs_c,
+                                          float beta) {
     __m256 lo[ROWS], hi[ROWS];
 #pragma GCC unroll 8
     for (int i = 0; i < ROWS; ++i) lo[i] = hi[i] = _mm256_setzero_ps();
@@ -259,9 +261,9 @@ __attribute__((target("avx2,fma"))) void indirect_avx2_rows(int64_t k, const flo
 }
 
 template <int ROWS>
-__attribute__((target("avx2,fma"))) void gather_a_avx2_rows(int64_t k, int64_t run, const float* const* a_rows,
-                                                              const int32_t* run_offsets, const float* b, float* c,
-                                                              int64_t rs_c, float beta) {
+RUDRA_TARGET_AVX2 void gather_a_avx2_rows(int64_t k, int64_t run, const float* const* a_rows,
+                                          const int32_t* run_offsets, const float* b, float* c,
+                                          int64_t rs_c, float beta) {
     __m256 lo[ROWS], hi[ROWS];
 #pragma GCC unroll 8
     for (int i = 0; i < ROWS; ++i) lo[i] = hi[i] = _mm256_setzero_ps();
@@ -313,8 +315,8 @@ void gather_a_avx2(int rows, int64_t k, int64_t run, const float* const* a_rows,
 // B panel in L3. AVX-512's were tuned with RUDRA_SGEMM_BLOCKS on a Sapphire Rapids core
 // (kc 384 beat 128, 192 and 256 on 2048^3). AMD cores get longer k-blocks: blocks_for_cpu in
 // sgemm_dispatch.cpp.
-constexpr MicroKernel kAvx512{"avx512", "AVX-512F", kMR512, kNR512, 240, 384, 4096, run_avx512, edge_avx512, indirect_avx512, gather_a_avx512};
-constexpr MicroKernel kAvx2{"avx2", "AVX2 and FMA", kMR256, kNR256, 144, 256, 4096, run_avx2, nullptr, indirect_avx2, gather_a_avx2};
+constexpr MicroKernel kAvx512{"avx512", Isa::Avx512, kMR512, kNR512, 240, 384, 4096, run_avx512, edge_avx512, indirect_avx512, gather_a_avx512};
+constexpr MicroKernel kAvx2{"avx2", Isa::Avx2, kMR256, kNR256, 144, 256, 4096, run_avx2, nullptr, indirect_avx2, gather_a_avx2};
 
 }  // namespace
 

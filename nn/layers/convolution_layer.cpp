@@ -78,7 +78,12 @@ public:
         if (propagate_down[0]) data_kernel_->backward_data(top[0]->diff, param_views_[0].data, bottom[0]->diff);
     }
 
-    std::string backend() const override { return backend_; }
+    // The backend and why (auto), then what runs each pass.
+    std::string backend() const override {
+        std::string s = backend_ + ": " + kernel_->describe();
+        if (data_kernel_) s += "; bwd_data on " + data_kernel_->describe();
+        return s;
+    }
 
 private:
     // The backend the user chose for this layer; `auto` measures them on this shape (cached).
@@ -94,7 +99,7 @@ private:
             const auto choice = kernels::choose_conv_backend(
                 p, threads, options_.auto_cache == "default" ? kernels::default_autotune_cache() : options_.auto_cache);
             backend_ = std::string(kernels::conv_backend_name(choice.backend));
-            if (choice.data_backend != choice.backend) backend_ += "+" + std::string(kernels::conv_backend_name(choice.data_backend));
+            if (choice.data_backend != choice.backend) (backend_ += '+') += kernels::conv_backend_name(choice.data_backend);
             backend_ += " (auto: " + choice.summary + ")";
             kernel_ = kernels::make_conv_kernel(p, choice.backend, threads);
             // A second kernel only when backward-data is faster elsewhere (its scratch is the cost).

@@ -1,5 +1,8 @@
 // ReLU and dropout: element-wise, both may run in place (top == bottom).
+#include <optional>
 #include <random>
+
+#include "kernels/relu.h"
 
 #include "nn/layers/layer_args.h"
 
@@ -13,6 +16,7 @@ public:
         slope_ = static_cast<float>(p->number("negative_slope", 0.0));
         p->enumeration("engine", "DEFAULT", {"DEFAULT", "CAFFE", "CUDNN"});
         p->finish();
+        kernel_.emplace(slope_);
     }
     const char* type() const override { return "ReLU"; }
     bool can_run_in_place() const override { return true; }
@@ -21,33 +25,21 @@ public:
         return {b[0]};
     }
     void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top) override {
-        const float* x = bottom[0]->data;
-        float* y = top[0]->data;
-        const long n = bottom[0]->count();
-        const float s = slope_;
-#pragma omp parallel for simd schedule(static)
-        for (long i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : s * x[i];
+        kernel_->forward(bottom[0]->data, top[0]->data, bottom[0]->count());
     }
-    // Uses the top (output) sign, which equals the input sign, so in-place works.
+    // Uses the top (output) sign, which equals the input sign, so in-place works; a negative
+    // slope flips the sign, so then the input's.
     void backward(const std::vector<Blob*>& top, const std::vector<bool>& down,
                   const std::vector<Blob*>& bottom) override {
         if (!down[0]) return;
-        const float* y = top[0]->data;
-        const float* dy = top[0]->diff;
-        float* dx = bottom[0]->diff;
-        const long n = bottom[0]->count();
-        const float s = slope_;
-        const bool leaky_negative = s < 0.0f;  // a negative slope flips the sign, so use the input
-        const float* x = bottom[0]->data;
-#pragma omp parallel for simd schedule(static)
-        for (long i = 0; i < n; ++i) {
-            const bool pos = leaky_negative ? x[i] > 0.0f : y[i] > 0.0f;
-            dx[i] = pos ? dy[i] : s * dy[i];
-        }
+        const float* sign = slope_ < 0.0f ? bottom[0]->data : top[0]->data;
+        kernel_->backward(sign, top[0]->diff, bottom[0]->diff, bottom[0]->count());
     }
+    std::string backend() const override { return kernel_->describe(); }
 
 private:
     float slope_ = 0.0f;
+    std::optional<kernels::ReluKernel> kernel_;  // made when the slope is known
 };
 
 class DropoutLayer final : public Layer {

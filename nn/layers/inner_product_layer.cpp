@@ -32,7 +32,7 @@ public:
         p->finish();
     }
     const char* type() const override { return "InnerProduct"; }
-    std::string backend() const override { return backend_name_; }
+    std::string backend() const override { return kernels::gemm_backend_name(backend_); }
     std::vector<Shape> setup(const std::vector<Shape>& b) override {
         if (b.size() != 1 || b[0].rank() < 1) fail("needs one bottom");
         num_ = b[0][0];

@@ -1,3 +1,5 @@
+#include <optional>
+
 #include "kernels/lrn.h"
 #include "nn/layers/layer_args.h"
 
@@ -26,24 +28,24 @@ public:
         g_.channels = b[0][1];
         g_.height = b[0][2];
         g_.width = b[0][3];
-        count_ = b[0].count();
+        kernel_.emplace(g_, num_);
         return {b[0]};
     }
-    size_t scratch_floats() const override { return 2 * count_; }  // scale, backward work
+    size_t scratch_floats() const override { return kernel_->scratch_floats(); }
     void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top) override {
-        kernels::lrn_forward(bottom[0]->data, g_, num_, top[0]->data, scratch_);
+        kernel_->forward(bottom[0]->data, top[0]->data, scratch_);
     }
     void backward(const std::vector<Blob*>& top, const std::vector<bool>& down,
                   const std::vector<Blob*>& bottom) override {
         if (!down[0]) return;
-        kernels::lrn_backward(bottom[0]->data, top[0]->data, scratch_, top[0]->diff, g_, num_,
-                              bottom[0]->diff, scratch_ + count_);
+        kernel_->backward(bottom[0]->data, top[0]->data, top[0]->diff, bottom[0]->diff, scratch_);
     }
+    std::string backend() const override { return kernel_->describe(); }
 
 private:
     kernels::LrnGeometry g_;
     int num_ = 0;
-    long count_ = 0;
+    std::optional<kernels::LrnKernel> kernel_;  // the implementation chosen in setup()
 };
 
 }  // namespace

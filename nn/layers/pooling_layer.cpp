@@ -1,4 +1,5 @@
 #include <cstdint>
+#include <optional>
 
 #include "kernels/pooling.h"
 #include "nn/layers/layer_args.h"
@@ -41,26 +42,23 @@ public:
         }
         planes_ = static_cast<long>(b[0][0]) * b[0][1];
         top_ = Shape{b[0][0], b[0][1], g_.pooled_h(), g_.pooled_w()};
+        kernel_.emplace(max_ ? kernels::PoolMethod::Max : kernels::PoolMethod::Average, g_);
         return {top_};
     }
 
     size_t scratch_floats() const override { return max_ ? top_.count() : 0; }  // argmax as int32
 
     void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top) override {
-        if (max_)
-            kernels::max_pool_forward(bottom[0]->data, g_, planes_, top[0]->data, argmax());
-        else
-            kernels::avg_pool_forward(bottom[0]->data, g_, planes_, top[0]->data);
+        kernel_->forward(bottom[0]->data, planes_, top[0]->data, max_ ? argmax() : nullptr);
     }
 
     void backward(const std::vector<Blob*>& top, const std::vector<bool>& down,
                   const std::vector<Blob*>& bottom) override {
         if (!down[0]) return;
-        if (max_)
-            kernels::max_pool_backward(top[0]->diff, argmax(), g_, planes_, bottom[0]->diff);
-        else
-            kernels::avg_pool_backward(top[0]->diff, g_, planes_, bottom[0]->diff);
+        kernel_->backward(top[0]->diff, max_ ? argmax() : nullptr, planes_, bottom[0]->diff);
     }
+
+    std::string backend() const override { return kernel_->describe(); }
 
 private:
     int32_t* argmax() const { return reinterpret_cast<int32_t*>(scratch_); }
@@ -69,6 +67,7 @@ private:
     kernels::PoolGeometry g_;
     long planes_ = 0;
     Shape top_;
+    std::optional<kernels::PoolKernel> kernel_;  // implementations chosen in setup()
 };
 
 }  // namespace

@@ -1,0 +1,46 @@
+// The implementations behind PoolKernel (kernels/pooling.h), one file per kind:
+//   pool_narrow.cpp       avx512_narrow: rows up to 32 wide, each row in two registers
+//   pool_rows_avx512.cpp  avx512_rows: 16 outputs of a row per step, any width
+//   pool_portable.cpp     portable loops, compiled for each level (portable, portable_avx2, ...)
+//   pooling.cpp           the lists that order them
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "kernels/pooling.h"
+
+namespace rudra::kernels::pool {
+
+// argmax: max pooling only (nullptr for average pooling).
+using ForwardFn = void (*)(const float* x, const PoolGeometry& g, long planes, float* y, int32_t* argmax);
+using BackwardFn = void (*)(const float* dy, const int32_t* argmax, const PoolGeometry& g, long planes, float* dx);
+
+// One kind's passes (nullptr: not written, or not in this build) and the shapes it takes.
+struct Kind {
+    ForwardFn max_forward = nullptr, avg_forward = nullptr;
+    BackwardFn avg_backward = nullptr, max_backward = nullptr;
+    std::string (*declines)(const PoolGeometry&) = nullptr;  // "" when it takes the geometry
+};
+Kind narrow_avx512();
+Kind rows_avx512();
+Kind portable(Isa level);  // the portable loops compiled for `level` (empty where it is not built)
+
+struct Window {
+    int h0, h1, w0, w1;  // clipped to the image
+    int divisor;         // clipped to the padded image (average pooling)
+};
+
+inline Window window(const PoolGeometry& g, int py, int px) {
+    int h0 = py * g.stride_h - g.pad_h, w0 = px * g.stride_w - g.pad_w;
+    int h1 = std::min(h0 + g.kernel_h, g.height + g.pad_h);
+    int w1 = std::min(w0 + g.kernel_w, g.width + g.pad_w);
+    int divisor = (h1 - h0) * (w1 - w0);
+    h0 = std::max(h0, 0);
+    w0 = std::max(w0, 0);
+    h1 = std::min(h1, g.height);
+    w1 = std::min(w1, g.width);
+    return {h0, h1, w0, w1, divisor};
+}
+
+}  // namespace rudra::kernels::pool
