@@ -2,13 +2,12 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <cstring>
 #include <exception>
 #include <mutex>
 #include <thread>
-#include <vector>
 
 #include "dist/messages.h"
+#include "dist/ps_client.h"
 #include "kernels/aligned_buffer.h"
 
 namespace rudra::dist {
@@ -18,182 +17,222 @@ using Clock = std::chrono::steady_clock;
 
 double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
-// State shared by the compute thread and the two communication threads, under one mutex.
-struct Shared {
+// The compute loop and the two workers share one mutex and condition variable; the state of
+// each piece is its own, read and written under the mutex.
+struct Sync {
     std::mutex mu;
     std::condition_variable cv;
-    bool stop = false;
+    bool stop = false;  // the PS said stop, or a piece failed
     std::exception_ptr error;
-    // pull
-    bool pull_requested = false, pull_in_flight = false, comm_fresh = false;
-    int64_t comm_ts = -1, min_ts = 0, have_ts = -1;
-    // push
-    bool push_pending = false;
-    int64_t push_ts = 0;
-    double push_loss = 0.0;
-    bool compute_done = false;
+
+    void fail(std::exception_ptr e) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!error) error = e;
+        stop = true;
+        cv.notify_all();
+    }
+};
+
+// pullWeights: on request, asks the PS for weights newer than the learner's and leaves them in
+// its buffer, which the compute loop reads only while no pull is in flight.
+class PullWorker {
+public:
+    PullWorker(PsClient& ps, Sync& sync, size_t floats) : ps_(ps), sync_(sync), weights_(floats) {}
+    void start() { thread_ = std::thread([this] { run(); }); }
+    void join() { thread_.join(); }
+
+    // The rest with sync.mu held.
+    bool in_flight() const { return in_flight_; }
+    void request(int64_t have_ts, int64_t min_ts) {
+        have_ts_ = have_ts;
+        min_ts_ = min_ts;
+        requested_ = in_flight_ = true;
+        sync_.cv.notify_all();
+    }
+    // Weights a finished pull brought: loads them and sets `ts` to their timestamp.
+    void take(const std::function<void(const float*)>& load, int64_t& ts) {
+        if (in_flight_ || !fresh_) return;
+        load(weights_.data());
+        ts = ts_;
+        fresh_ = false;
+    }
+
+private:
+    void run() {
+        try {
+            for (;;) {
+                int64_t have_ts, min_ts;
+                {
+                    std::unique_lock<std::mutex> lock(sync_.mu);
+                    sync_.cv.wait(lock, [&] { return requested_ || sync_.stop; });
+                    if (sync_.stop) return;
+                    requested_ = false;
+                    have_ts = have_ts_;
+                    min_ts = min_ts_;
+                }
+                const PsClient::Pulled p = ps_.pull(have_ts, min_ts, weights_.data());
+                std::lock_guard<std::mutex> lock(sync_.mu);
+                if (p.stop) sync_.stop = true;
+                if (p.fresh) {
+                    ts_ = p.ts;
+                    fresh_ = true;
+                }
+                in_flight_ = false;
+                sync_.cv.notify_all();
+                if (sync_.stop) return;
+            }
+        } catch (...) {
+            sync_.fail(std::current_exception());
+        }
+    }
+
+    PsClient& ps_;
+    Sync& sync_;
+    kernels::AlignedBuffer weights_;
+    bool requested_ = false, in_flight_ = false, fresh_ = false;
+    int64_t have_ts_ = -1, min_ts_ = 0, ts_ = -1;
+    std::thread thread_;
+};
+
+// pushGradient: sends each gradient the compute loop hands over, one in flight at a time, and
+// every `report_every` gradients the loss and timing totals to the statistics server. When no
+// more gradients come: Bye to the PS (nothing more from this learner) and a last report.
+class PushWorker {
+public:
+    PushWorker(Transport& t, PsClient& ps, Sync& sync, const LearnerConfig& cfg, LearnerSummary& summary)
+        : t_(t), ps_(ps), sync_(sync), cfg_(cfg), summary_(summary) {}
+    void start() { thread_ = std::thread([this] { run(); }); }
+    void join() { thread_.join(); }
+
+    // The rest with sync.mu held.
+    bool idle() const { return !pending_; }
+    // Packs the gradient (computed on the weights of `ts`); call only when idle().
+    void hand_over(int64_t ts, double loss, const float* gradient, size_t floats) {
+        message_.pack(ts, loss, gradient, floats);
+        pending_ = true;
+        loss_ = loss;
+        sync_.cv.notify_all();
+    }
+    void finish() {
+        done_ = true;
+        sync_.cv.notify_all();
+    }
+
+private:
+    // Totals for the statistics server (the compute loop writes compute_s and wait_s).
+    LearnerReport take_report(bool done) {
+        const LearnerReport r{loss_sum_, loss_count_, summary_.compute_s, summary_.wait_s, summary_.minibatches,
+                              done ? 1 : 0};
+        loss_sum_ = 0.0;
+        loss_count_ = 0;
+        return r;
+    }
+
+    void run() {
+        try {
+            for (;;) {
+                {
+                    std::unique_lock<std::mutex> lock(sync_.mu);
+                    sync_.cv.wait(lock, [&] { return pending_ || done_; });
+                    if (!pending_) break;
+                }
+                ps_.push(message_);
+                bool report;
+                LearnerReport r{};
+                {
+                    std::lock_guard<std::mutex> lock(sync_.mu);
+                    pending_ = false;
+                    ++summary_.minibatches;
+                    loss_sum_ += loss_;
+                    ++loss_count_;
+                    report = summary_.minibatches % cfg_.report_every == 0;
+                    if (report) r = take_report(false);
+                    sync_.cv.notify_all();
+                }
+                if (report) t_.send(cfg_.stats_rank, kLearnerReport, &r, sizeof r);
+            }
+            ps_.bye();
+            LearnerReport last;
+            {
+                std::lock_guard<std::mutex> lock(sync_.mu);
+                last = take_report(true);
+            }
+            t_.send(cfg_.stats_rank, kLearnerReport, &last, sizeof last);
+        } catch (...) {
+            sync_.fail(std::current_exception());
+            std::lock_guard<std::mutex> lock(sync_.mu);
+            pending_ = false;
+        }
+    }
+
+    Transport& t_;
+    PsClient& ps_;
+    Sync& sync_;
+    const LearnerConfig& cfg_;
+    LearnerSummary& summary_;
+    GradientMessage message_;
+    bool pending_ = false, done_ = false;
+    double loss_ = 0.0, loss_sum_ = 0.0;  // loss_sum_, loss_count_: since the last report
+    int64_t loss_count_ = 0;
+    std::thread thread_;
 };
 
 }  // namespace
 
 LearnerSummary run_learner(Transport& t, const LearnerConfig& cfg, const LearnerWork& work) {
-    const size_t n = work.param_floats;
-    Shared s;
-    kernels::AlignedBuffer comm_weights(n);
-    std::vector<char> push_buf;
-    push_buf.reserve(sizeof(GradientHeader) + n * sizeof(float));
+    Sync sync;
     LearnerSummary summary;
-    double loss_since_report = 0.0;
-    int64_t losses_since_report = 0;
+    PsClient ps(t, cfg.ps_rank, work.param_floats);
+    PullWorker pull(ps, sync, work.param_floats);
+    PushWorker push(t, ps, sync, cfg, summary);
+    pull.start();
+    push.start();
 
-    auto fail = [&](std::exception_ptr e) {
-        std::lock_guard<std::mutex> lock(s.mu);
-        if (!s.error) s.error = e;
-        s.stop = true;
-        s.cv.notify_all();
-    };
-
-    std::thread pull([&] {
-        std::vector<char> in;
-        in.reserve(sizeof(WeightsReply) + n * sizeof(float));
-        try {
-            for (;;) {
-                WeightsRequest req;
-                {
-                    std::unique_lock<std::mutex> lock(s.mu);
-                    s.cv.wait(lock, [&] { return s.pull_requested || s.stop; });
-                    if (s.stop) return;
-                    s.pull_requested = false;
-                    req = {s.have_ts, s.min_ts};
-                }
-                t.send(cfg.ps_rank, kWeightsRequest, &req, sizeof req);
-                Envelope e = t.recv(cfg.ps_rank, kAnyTag, in);
-                std::lock_guard<std::mutex> lock(s.mu);
-                if (e.tag == kStop) {
-                    s.stop = true;
-                } else {
-                    const auto reply = unpack_header<WeightsReply>(in);
-                    if (reply.has_weights) {
-                        // The compute thread reads comm_weights only while no pull is in flight.
-                        unpack_floats<WeightsReply>(in, comm_weights.data(), n);
-                        s.comm_ts = reply.ts;
-                        s.comm_fresh = true;
-                    }
-                }
-                s.pull_in_flight = false;
-                s.cv.notify_all();
-                if (s.stop) return;
-            }
-        } catch (...) {
-            fail(std::current_exception());
-        }
-    });
-
-    // Totals for the statistics server, read under the lock (the compute thread writes them).
-    auto take_report = [&](bool done) {
-        LearnerReport r{loss_since_report, losses_since_report, summary.compute_s, summary.wait_s,
-                        summary.minibatches, done ? 1 : 0};
-        loss_since_report = 0.0;
-        losses_since_report = 0;
-        return r;
-    };
-
-    std::thread push([&] {
-        try {
-            for (;;) {
-                {
-                    std::unique_lock<std::mutex> lock(s.mu);
-                    s.cv.wait(lock, [&] { return s.push_pending || s.compute_done; });
-                    if (!s.push_pending) break;
-                }
-                t.send(cfg.ps_rank, kGradient, push_buf.data(), push_buf.size());
-                bool send_report;
-                LearnerReport r{};
-                {
-                    std::lock_guard<std::mutex> lock(s.mu);
-                    s.push_pending = false;
-                    ++summary.minibatches;
-                    loss_since_report += s.push_loss;
-                    ++losses_since_report;
-                    send_report = summary.minibatches % cfg.report_every == 0;
-                    if (send_report) r = take_report(false);
-                    s.cv.notify_all();
-                }
-                if (send_report) t.send(cfg.stats_rank, kLearnerReport, &r, sizeof r);
-            }
-            // Last messages: Bye tells the PS nothing more comes from this learner.
-            t.send(cfg.ps_rank, kBye, nullptr, 0);
-            LearnerReport last;
-            {
-                std::lock_guard<std::mutex> lock(s.mu);
-                last = take_report(true);
-            }
-            t.send(cfg.stats_rank, kLearnerReport, &last, sizeof last);
-        } catch (...) {
-            fail(std::current_exception());
-            std::lock_guard<std::mutex> lock(s.mu);
-            s.push_pending = false;
-        }
-    });
-
-    // The compute thread.
+    // The compute loop, as the paper describes the learner. Take the newest weights a pull
+    // brought, and start the next pull (hardsync: for the timestamp after the last gradient
+    // pushed). Rudra-base waits for its answer; the overlap mode of Rudra-adv* computes on the
+    // weights it holds while the pull runs (the pointer swap of the paper is a copy here: the
+    // net's layers are bound to its own parameter arena). Compute a gradient; hand it to the
+    // push worker once the previous one has left.
     int64_t compute_ts = -1, last_pushed_ts = -1;
-    auto wait_for = [&](std::unique_lock<std::mutex>& lock, auto&& ready) {
+    auto wait = [&](std::unique_lock<std::mutex>& lock, auto&& ready) {
         const auto t0 = Clock::now();
-        s.cv.wait(lock, ready);
+        sync.cv.wait(lock, ready);
         summary.wait_s += seconds(t0, Clock::now());
     };
     try {
         for (;;) {
-            std::unique_lock<std::mutex> lock(s.mu);
-            // Take the weights a finished pull brought (the pointer swap of the paper is a copy
-            // here: the net's layers are bound to its own parameter arena).
-            auto take_fresh = [&] {
-                if (s.pull_in_flight || !s.comm_fresh) return;
-                work.load_weights(comm_weights.data());
-                compute_ts = s.comm_ts;
-                s.comm_fresh = false;
-            };
-            take_fresh();
-            if (!s.pull_in_flight) {
-                s.have_ts = compute_ts;
-                s.min_ts = cfg.synchronous ? last_pushed_ts + 1 : 0;
-                s.pull_requested = s.pull_in_flight = true;
-                s.cv.notify_all();
-            }
-            // Base mode waits for the answer; overlap mode only until it holds some weights.
+            std::unique_lock<std::mutex> lock(sync.mu);
+            pull.take(work.load_weights, compute_ts);
+            if (!pull.in_flight()) pull.request(compute_ts, cfg.synchronous ? last_pushed_ts + 1 : 0);
             if (!cfg.overlap || cfg.synchronous || compute_ts < 0) {
-                wait_for(lock, [&] { return !s.pull_in_flight || s.stop; });
-                take_fresh();
+                wait(lock, [&] { return !pull.in_flight() || sync.stop; });
+                pull.take(work.load_weights, compute_ts);
             }
-            if (s.stop) break;
+            if (sync.stop) break;
             lock.unlock();
             const auto t0 = Clock::now();
             const double loss = work.compute();
             const double spent = seconds(t0, Clock::now());
             lock.lock();
             summary.compute_s += spent;
-            // One gradient in flight: wait until the previous one has left.
-            wait_for(lock, [&] { return !s.push_pending || s.stop; });
-            if (s.stop) break;
-            pack(push_buf, GradientHeader{compute_ts, loss}, work.gradients, n);
-            s.push_pending = true;
-            s.push_loss = loss;
+            wait(lock, [&] { return push.idle() || sync.stop; });
+            if (sync.stop) break;
+            push.hand_over(compute_ts, loss, work.gradients, work.param_floats);
             last_pushed_ts = compute_ts;
-            s.cv.notify_all();
         }
     } catch (...) {
-        fail(std::current_exception());
+        sync.fail(std::current_exception());
     }
     {
-        std::lock_guard<std::mutex> lock(s.mu);
-        s.compute_done = true;
-        s.stop = true;
-        s.cv.notify_all();
+        std::lock_guard<std::mutex> lock(sync.mu);
+        push.finish();
+        sync.stop = true;
+        sync.cv.notify_all();
     }
     pull.join();
     push.join();
-    if (s.error) std::rethrow_exception(s.error);
+    if (sync.error) std::rethrow_exception(sync.error);
     return summary;
 }
 

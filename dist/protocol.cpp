@@ -4,17 +4,35 @@
 
 namespace rudra::dist {
 
-std::unique_ptr<Protocol> make_protocol(const std::string& protocol, int lambda, int n) {
-    if (lambda < 1) throw std::runtime_error("no learners: start at least 3 ranks (PS, statistics server, learners)");
-    if (protocol == "hardsync") return std::make_unique<HardSync>(lambda);
-    if (protocol == "async") return std::make_unique<Async>();
-    if (protocol == "softsync") {
-        if (n < 1 || n > lambda)
-            throw std::runtime_error("--n " + std::to_string(n) + " must be in [1, " + std::to_string(lambda) +
+Protocol Protocol::parse(const std::string& name, int learners, int n) {
+    if (learners < 1) throw std::runtime_error("no learners: start at least 3 ranks (PS, statistics server, learners)");
+    if (name == "hardsync") return hardsync(learners);
+    if (name == "async") return async(learners);
+    if (name == "softsync") {
+        if (n < 1 || n > learners)
+            throw std::runtime_error("--n " + std::to_string(n) + " must be in [1, " + std::to_string(learners) +
                                      "] (the number of learners)");
-        return std::make_unique<SoftSync>(lambda, n);
+        return softsync(learners, n);
     }
-    throw std::runtime_error("unknown protocol '" + protocol + "' (hardsync, softsync, async)");
+    throw std::runtime_error("unknown protocol '" + name + "' (hardsync, softsync, async)");
+}
+
+std::string Protocol::name() const {
+    switch (kind_) {
+        case Kind::HardSync: return "hardsync";
+        case Kind::SoftSync: return std::to_string(n_) + "-softsync";
+        case Kind::Async: return "async";
+    }
+    return "?";
+}
+
+int Protocol::gradients_per_update() const {
+    switch (kind_) {
+        case Kind::HardSync: return learners_;
+        case Kind::SoftSync: return learners_ / n_ > 0 ? learners_ / n_ : 1;
+        case Kind::Async: return 1;
+    }
+    return 1;
 }
 
 LrModulation parse_lr_modulation(const std::string& s) {

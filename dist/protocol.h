@@ -1,54 +1,10 @@
-// Synchronisation protocols as small policy objects (the paper's equations (3)-(5)): how many
-// gradients make one update, and whether learners must compute on the newest weights.
+// Synchronisation protocols as values (the paper's equations (3)-(5)), parsed once from the
+// command line: how many gradients make one update, whether learners must compute on the newest
+// weights, the learning-rate rule that suits them, and whether a parameter server runs them.
 #pragma once
-#include <memory>
 #include <string>
 
 namespace rudra::dist {
-
-class Protocol {
-public:
-    virtual ~Protocol() = default;
-    virtual std::string name() const = 0;
-    // c: gradients averaged into one update.
-    virtual int gradients_per_update() const = 0;
-    // Hardsync: every learner computes exactly one gradient on each timestamp, so learners wait
-    // for the next weights and the PS takes only gradients of the current timestamp.
-    virtual bool synchronous() const { return false; }
-};
-
-// hardsync: c = lambda gradients, all from the same weights.
-class HardSync final : public Protocol {
-public:
-    explicit HardSync(int lambda) : lambda_(lambda) {}
-    std::string name() const override { return "hardsync"; }
-    int gradients_per_update() const override { return lambda_; }
-    bool synchronous() const override { return true; }
-
-private:
-    int lambda_;
-};
-
-// n-softsync: c = floor(lambda / n) gradients from any learners (n = lambda: one each).
-class SoftSync final : public Protocol {
-public:
-    SoftSync(int lambda, int n) : lambda_(lambda), n_(n) {}
-    std::string name() const override { return std::to_string(n_) + "-softsync"; }
-    int gradients_per_update() const override { return lambda_ / n_ > 0 ? lambda_ / n_ : 1; }
-
-private:
-    int lambda_, n_;
-};
-
-// async (Downpour-style): every gradient is applied when it arrives.
-class Async final : public Protocol {
-public:
-    std::string name() const override { return "async"; }
-    int gradients_per_update() const override { return 1; }
-};
-
-// protocol: "hardsync", "softsync" (with n in [1, lambda]) or "async". Throws on bad values.
-std::unique_ptr<Protocol> make_protocol(const std::string& protocol, int lambda, int n);
 
 // Learning-rate modulation for stale gradients.
 enum class LrModulation {
@@ -57,6 +13,44 @@ enum class LrModulation {
     PerGradient,  // each gradient scaled by 1 / max(sigma, 1) before averaging (footnote 2)
 };
 
+// "none", "average" or "per-gradient"; throws naming the choices.
 LrModulation parse_lr_modulation(const std::string& s);
+
+class Protocol {
+public:
+    enum class Kind {
+        HardSync,  // c = lambda gradients, all computed on the same weights
+        SoftSync,  // n-softsync: c = floor(lambda / n) gradients from any learners
+        Async,     // Downpour-style: every gradient is applied when it arrives
+    };
+
+    // "hardsync", "softsync" (n in [1, learners]) or "async" for `learners` learners; throws
+    // naming the choices or the range.
+    static Protocol parse(const std::string& name, int learners, int n = 1);
+    static Protocol hardsync(int learners) { return Protocol(Kind::HardSync, learners, 1); }
+    static Protocol softsync(int learners, int n) { return Protocol(Kind::SoftSync, learners, n); }
+    static Protocol async(int learners = 1) { return Protocol(Kind::Async, learners, 1); }
+
+    Kind kind() const { return kind_; }
+    int learners() const { return learners_; }
+    // "hardsync", "4-softsync", "async": as the metrics and the paper name them.
+    std::string name() const;
+    // c: gradients averaged into one update.
+    int gradients_per_update() const;
+    // Hardsync: every learner computes exactly one gradient on each timestamp, so learners wait
+    // for the next weights and the PS takes only gradients of the current timestamp.
+    bool synchronous() const { return kind_ == Kind::HardSync; }
+    // The rate rule when none is asked for: softsync divides by the mean staleness.
+    LrModulation default_modulation() const {
+        return kind_ == Kind::SoftSync ? LrModulation::Average : LrModulation::None;
+    }
+    // Every protocol here runs on a parameter server (the decentralized methods will not).
+    bool has_parameter_server() const { return true; }
+
+private:
+    Protocol(Kind kind, int learners, int n) : kind_(kind), learners_(learners), n_(n) {}
+    Kind kind_;
+    int learners_, n_;
+};
 
 }  // namespace rudra::dist

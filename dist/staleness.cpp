@@ -1,9 +1,11 @@
 #include "dist/staleness.h"
 
-#include <cstdio>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+
+#include <nlohmann/json.hpp>
 
 namespace rudra::dist {
 
@@ -33,35 +35,20 @@ void StalenessStats::take_epoch(double& mean, int64_t& max) {
     epoch_count_ = epoch_sum_ = epoch_max_ = 0;
 }
 
-namespace {
-
-void write_array(std::ostream& o, const std::vector<int64_t>& v, size_t from = 0, size_t to = SIZE_MAX) {
-    o << '[';
-    for (size_t i = from; i < std::min(to, v.size()); ++i) o << (i > from ? "," : "") << v[i];
-    o << ']';
-}
-
-}  // namespace
-
 void StalenessStats::write_json(const std::string& path, const std::string& protocol) const {
+    nlohmann::ordered_json j{{"protocol", protocol}, {"gradients", gradients_}, {"mean", mean()}, {"max", max_},
+                             {"updates", clock_offsets_.size() - 1}, {"histogram", overall_},
+                             {"per_learner", per_learner_}};
+    nlohmann::ordered_json clocks = nlohmann::ordered_json::array();
+    for (size_t u = 0; u + 1 < clock_offsets_.size(); ++u)
+        clocks.push_back(std::vector<int64_t>(clock_entries_.begin() + clock_offsets_[u],
+                                              clock_entries_.begin() + clock_offsets_[u + 1]));
+    j["vector_clocks"] = std::move(clocks);
     const std::string tmp = path + ".tmp";
     {
         std::ofstream o(tmp);
         if (!o) throw std::runtime_error(tmp + ": cannot open for writing");
-        o << "{\"protocol\":\"" << protocol << "\",\"gradients\":" << gradients_ << ",\"mean\":" << mean()
-          << ",\"max\":" << max_ << ",\"updates\":" << clock_offsets_.size() - 1 << ",\n\"histogram\":";
-        write_array(o, overall_);
-        o << ",\n\"per_learner\":[";
-        for (size_t l = 0; l < per_learner_.size(); ++l) {
-            o << (l ? "," : "") << "\n";
-            write_array(o, per_learner_[l]);
-        }
-        o << "],\n\"vector_clocks\":[";
-        for (size_t u = 0; u + 1 < clock_offsets_.size(); ++u) {
-            o << (u ? "," : "") << (u % 16 == 0 ? "\n" : "");
-            write_array(o, clock_entries_, clock_offsets_[u], clock_offsets_[u + 1]);
-        }
-        o << "]}\n";
+        o << j.dump() << '\n';
         if (!o) throw std::runtime_error(tmp + ": write failed");
     }
     std::filesystem::rename(tmp, path);

@@ -1,6 +1,6 @@
 #include "dist/stats_server.h"
 
-#include <cstdio>
+#include <cmath>
 #include <stdexcept>
 #include <vector>
 
@@ -8,9 +8,19 @@
 #include "kernels/aligned_buffer.h"
 
 namespace rudra::dist {
+namespace {
+
+// x to `digits` significant digits, so that the metrics read like the figures they are.
+double significant(double x, int digits) {
+    if (x == 0.0 || !std::isfinite(x)) return x;
+    const double scale = std::pow(10.0, digits - 1 - static_cast<int>(std::floor(std::log10(std::fabs(x)))));
+    return std::round(x * scale) / scale;
+}
+
+}  // namespace
 
 void run_stats_server(Transport& t, const StatsConfig& cfg, const std::function<TestResult(const float*)>& test,
-                      const std::function<void(const std::string&)>& log) {
+                      const std::function<void(const nlohmann::ordered_json&)>& log) {
     std::vector<char> in;
     kernels::AlignedBuffer weights(cfg.param_floats);
     std::vector<double> compute_s(t.size(), 0.0), wait_s(t.size(), 0.0);  // by rank
@@ -41,16 +51,20 @@ void run_stats_server(Transport& t, const StatsConfig& cfg, const std::function<
             wait += wait_s[i];
         }
         const double span = h.elapsed_s - prev_elapsed;
-        char line[768];
-        std::snprintf(line, sizeof line,
-                      "{\"event\":\"epoch\",\"protocol\":\"%s\",\"epoch\":%lld,\"train_loss\":%.6g,\"test_accuracy\":%.6g,"
-                      "\"test_loss\":%.6g,\"elapsed_s\":%.3f,\"updates\":%lld,\"samples\":%lld,\"staleness_mean\":%.4g,"
-                      "\"staleness_max\":%lld,\"images_per_s\":%.1f,\"overlap_ratio\":%.4f}",
-                      cfg.protocol.c_str(), static_cast<long long>(h.epoch),
-                      loss_count ? loss_sum / loss_count : 0.0, r.accuracy, r.loss, h.elapsed_s,
-                      static_cast<long long>(h.ts), static_cast<long long>(h.samples), h.staleness_mean,
-                      static_cast<long long>(h.staleness_max), span > 0 ? (h.samples - prev_samples) / span : 0.0,
-                      compute + wait > 0 ? compute / (compute + wait) : 0.0);
+        nlohmann::ordered_json line{
+            {"event", "epoch"},
+            {"protocol", cfg.protocol},
+            {"epoch", h.epoch},
+            {"train_loss", significant(loss_count ? loss_sum / loss_count : 0.0, 6)},
+            {"test_accuracy", significant(r.accuracy, 6)},
+            {"test_loss", significant(r.loss, 6)},
+            {"elapsed_s", std::round(h.elapsed_s * 1000) / 1000},
+            {"updates", h.ts},
+            {"samples", h.samples},
+            {"staleness_mean", significant(h.staleness_mean, 4)},
+            {"staleness_max", h.staleness_max},
+            {"images_per_s", std::round((span > 0 ? (h.samples - prev_samples) / span : 0.0) * 10) / 10},
+            {"overlap_ratio", std::round((compute + wait > 0 ? compute / (compute + wait) : 0.0) * 1e4) / 1e4}};
         log(line);
         if (cfg.on_epoch) cfg.on_epoch(line);
         loss_sum = 0.0;

@@ -5,6 +5,8 @@
 #include <functional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "dist/transport.h"
 
 namespace rudra::dist {
@@ -19,13 +21,14 @@ struct StatsConfig {
     size_t param_floats = 0;
     std::string protocol;
     int64_t start_samples = 0;  // a warm start's samples, so that its first epoch's images/s is right
-    // Called with every epoch's JSON line (already written to the metrics file).
-    std::function<void(const std::string& line)> on_epoch;
+    // Called with every epoch's line (already written to the metrics file).
+    std::function<void(const nlohmann::ordered_json& epoch)> on_epoch;
 };
 
-// `log` appends one JSON line to the metrics file; `test` evaluates weights on the test set.
+// `log` appends one JSON object (an epoch line) to the metrics file; `test` evaluates weights on
+// the test set.
 void run_stats_server(Transport& transport, const StatsConfig& config,
                       const std::function<TestResult(const float* weights)>& test,
-                      const std::function<void(const std::string& json_line)>& log);
+                      const std::function<void(const nlohmann::ordered_json& epoch)>& log);
 
 }  // namespace rudra::dist

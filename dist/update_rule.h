@@ -47,7 +47,7 @@ public:
     float last_momentum() const { return last_momentum_; }
 
 private:
-    const Protocol& protocol_;
+    const Protocol protocol_;
     nn::Solver& solver_;
     nn::ParamStore& params_;
     UpdateRuleConfig config_;

@@ -46,6 +46,7 @@ std::unique_ptr<ConvKernel> make_conv_kernel(const ConvProblem& p, ConvBackend b
                                              const IsaGate& gate = isa_gate());
 
 // A kernel with random inputs of its own, for timing one pass ("fwd", "bwd_data", "bwd_weights").
+// oneDNN sizes its team from the OpenMP setting, which the caller sets to `threads`.
 class ConvBench {
 public:
     ConvBench(const ConvProblem& p, ConvBackend backend, int threads);
@@ -57,7 +58,6 @@ private:
     struct Buffers;
     std::unique_ptr<Buffers> buf_;
     std::unique_ptr<ConvKernel> kernel_;
-    int threads_;
 };
 
 }  // namespace rudra::kernels

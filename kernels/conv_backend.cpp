@@ -1,6 +1,4 @@
 // Backend names, availability, the factory, and the benchmark harness for one convolution.
-#include <omp.h>
-
 #include <random>
 #include <stdexcept>
 
@@ -67,7 +65,7 @@ struct ConvBench::Buffers {
 };
 
 ConvBench::ConvBench(const ConvProblem& p, ConvBackend backend, int threads)
-    : buf_(std::make_unique<Buffers>()), threads_(threads) {
+    : buf_(std::make_unique<Buffers>()) {
     const ConvGeometry& g = p.geom;
     const size_t xs = static_cast<size_t>(p.num) * g.channels * g.height * g.width;
     const size_t ys = static_cast<size_t>(p.num) * p.out_channels * g.out_h() * g.out_w();
@@ -85,14 +83,12 @@ ConvBench::ConvBench(const ConvProblem& p, ConvBackend backend, int threads)
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     for (AlignedBuffer* buf : {&b.x, &b.w, &b.b, &b.dy})
         for (size_t i = 0; i < buf->size(); ++i) buf->data()[i] = u(rng);
-    omp_set_num_threads(threads_);
     kernel_ = make_conv_kernel(p, backend, threads);
 }
 
 ConvBench::~ConvBench() = default;
 
 void ConvBench::run(const std::string& pass) {
-    omp_set_num_threads(threads_);  // oneDNN sizes its team from the OpenMP setting
     Buffers& b = *buf_;
     if (pass == "fwd") kernel_->forward(b.x.data(), b.w.data(), b.b.data(), b.y.data());
     else if (pass == "bwd_data") kernel_->backward_data(b.dy.data(), b.w.data(), b.dx.data());

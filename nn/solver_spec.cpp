@@ -106,4 +106,11 @@ SolverSpec parse_solver_spec(const std::string& text, const std::string& file) {
 
 SolverSpec load_solver_spec(const std::string& path) { return parse_solver_spec(read_text_file(path), path); }
 
+bool is_solver_file(const std::string& path) {
+    const TextMessage m = parse_prototxt_file(path);
+    for (const auto& f : m.fields)
+        if (f.name == "net" || f.name == "base_lr" || f.name == "train_net") return true;
+    return false;
+}
+
 }  // namespace rudra::nn

@@ -35,6 +35,8 @@ const char* solver_type_name(SolverType t);
 // path is taken from the working directory when it exists there (Caffe's habit), otherwise from
 // the solver file's directory, otherwise as the bare file name in the solver's directory.
 SolverSpec load_solver_spec(const std::string& path);
+// A prototxt with a top-level `net:`, `train_net:` or `base_lr:` is a solver; anything else a net.
+bool is_solver_file(const std::string& path);
 SolverSpec parse_solver_spec(const std::string& text, const std::string& file);
 
 }  // namespace rudra::nn

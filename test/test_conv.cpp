@@ -13,7 +13,7 @@
 #include "kernels/conv_geometry.h"
 #include "kernels/transpose.h"
 #include "isa_gates.h"
-#include "tools/bench_problems.h"
+#include "kernels/problems.h"
 
 using namespace rudra::kernels;
 
@@ -38,7 +38,7 @@ double rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 void check_backend(ConvBackend backend, const std::string& desc, int threads) {
-    const ConvProblem p = rudra::tools::parse_problem(desc).conv;
+    const ConvProblem p = parse_problem(desc).conv;
     const ConvGeometry& g = p.geom;
     const size_t xs = static_cast<size_t>(p.num) * g.channels * g.height * g.width;
     const size_t ys = static_cast<size_t>(p.num) * p.out_channels * g.out_h() * g.out_w();
@@ -128,7 +128,7 @@ TEST_CASE("im2col_slivers writes the transpose of im2col in nr-wide slivers") {
     std::mt19937 rng(12);
     for (const char* desc : {"mb1ic3ih32oc32oh32kh5ph2", "mb1ic5ih9oc4kh3sh2ph1", "mb1ic7ih6iw11oc2kh2kw3", "mb1ic2ih8oc2kh3dh2ph2"})
         for (int nr : {12, 16, 32}) {
-            const ConvGeometry g = rudra::tools::parse_problem(desc).conv.geom;
+            const ConvGeometry g = parse_problem(desc).conv.geom;
             const int K = g.col_rows(), P = g.col_cols(), K_round = (K + nr - 1) / nr * nr;
             const std::vector<float> img = random_vector(static_cast<size_t>(g.channels) * g.height * g.width, rng);
             std::vector<float> col(static_cast<size_t>(K) * P), slivers(static_cast<size_t>(K_round) * P, -7.0f),

@@ -43,19 +43,19 @@ nn::SolverSpec plain_sgd(double lr, double momentum = 0.0) {
 }  // namespace
 
 TEST_CASE("aggregation counts: hardsync lambda, n-softsync floor(lambda/n), async 1") {
-    CHECK(HardSync(4).gradients_per_update() == 4);
-    CHECK(SoftSync(4, 1).gradients_per_update() == 4);
-    CHECK(SoftSync(4, 2).gradients_per_update() == 2);
-    CHECK(SoftSync(5, 2).gradients_per_update() == 2);
-    CHECK(SoftSync(4, 4).gradients_per_update() == 1);
-    CHECK(Async().gradients_per_update() == 1);
-    CHECK_THROWS_WITH(make_protocol("softsync", 4, 5), doctest::Contains("--n 5 must be in [1, 4]"));
-    CHECK_THROWS_WITH(make_protocol("gossip", 4, 1), doctest::Contains("unknown protocol"));
+    CHECK(Protocol::hardsync(4).gradients_per_update() == 4);
+    CHECK(Protocol::softsync(4, 1).gradients_per_update() == 4);
+    CHECK(Protocol::softsync(4, 2).gradients_per_update() == 2);
+    CHECK(Protocol::softsync(5, 2).gradients_per_update() == 2);
+    CHECK(Protocol::softsync(4, 4).gradients_per_update() == 1);
+    CHECK(Protocol::async().gradients_per_update() == 1);
+    CHECK_THROWS_WITH(Protocol::parse("softsync", 4, 5), doctest::Contains("--n 5 must be in [1, 4]"));
+    CHECK_THROWS_WITH(Protocol::parse("gossip", 4, 1), doctest::Contains("unknown protocol"));
+    CHECK_THROWS_WITH(Protocol::parse("async", 0, 1), doctest::Contains("no learners"));
 
     nn::ParamStore p = vector_store(3);
     nn::Solver solver(plain_sgd(0.1), p);
-    SoftSync proto(4, 2);
-    UpdateRule rule(proto, solver, p, 4, {});
+    UpdateRule rule(Protocol::softsync(4, 2), solver, p, 4, {});
     const float g[3] = {1, 1, 1};
     CHECK_FALSE(rule.add_gradient(0, 0, g));
     CHECK(rule.timestamp() == 0);
@@ -68,8 +68,7 @@ TEST_CASE("aggregation counts: hardsync lambda, n-softsync floor(lambda/n), asyn
 TEST_CASE("timestamps and staleness: sigma = PS timestamp - gradient timestamp, per learner and overall") {
     nn::ParamStore p = vector_store(2);
     nn::Solver solver(plain_sgd(0.0), p);
-    Async proto;
-    UpdateRule rule(proto, solver, p, 3, {});
+    UpdateRule rule(Protocol::async(3), solver, p, 3, {});
     const float g[2] = {0, 0};
     rule.add_gradient(0, 0, g);  // sigma 0, ts -> 1
     rule.add_gradient(1, 0, g);  // sigma 1, ts -> 2
@@ -90,8 +89,7 @@ TEST_CASE("timestamps and staleness: sigma = PS timestamp - gradient timestamp, 
     CHECK(mean == doctest::Approx(1.0));
     CHECK(mx == 2);
 
-    HardSync hs(2);
-    UpdateRule hard(hs, solver, p, 2, {});
+    UpdateRule hard(Protocol::hardsync(2), solver, p, 2, {});
     hard.add_gradient(0, 0, g);
     hard.add_gradient(1, 0, g);
     CHECK_THROWS_WITH(hard.add_gradient(0, 0, g), doctest::Contains("hardsync: gradient of timestamp 0 while the PS is at 1"));
@@ -102,7 +100,7 @@ TEST_CASE("learning-rate modulation: none, alpha0/<sigma> per update, alpha0/max
     auto run = [&](LrModulation m) {
         nn::ParamStore p = vector_store(1);
         nn::Solver solver(plain_sgd(1.0), p);
-        SoftSync proto(2, 1);  // c = 2
+        const Protocol proto = Protocol::softsync(2, 1);  // c = 2
         UpdateRuleConfig cfg;
         cfg.modulation = m;
         UpdateRule rule(proto, solver, p, 2, cfg);
@@ -122,11 +120,10 @@ TEST_CASE("learning-rate modulation: none, alpha0/<sigma> per update, alpha0/max
     // With every gradient 3 stale, average modulation divides the rate by 3.
     nn::ParamStore p = vector_store(1);
     nn::Solver solver(plain_sgd(1.0), p);
-    Async proto;
     UpdateRuleConfig cfg;
     cfg.modulation = LrModulation::Average;
     cfg.base_scale = 2.0f;
-    UpdateRule rule(proto, solver, p, 1, cfg);
+    UpdateRule rule(Protocol::async(), solver, p, 1, cfg);
     for (int i = 0; i < 3; ++i) rule.add_gradient(0, rule.timestamp(), ones);
     const float before = p.values()[0];
     rule.add_gradient(0, 0, ones);
@@ -171,7 +168,7 @@ SystemResult run_system(const Protocol& proto, int lambda, bool overlap, nn::Par
         sc.protocol = proto.name();
         run_stats_server(
             t, sc, [](const float*) { return TestResult{0.5, 1.0}; },
-            [&](const std::string& line) { out.epoch_lines.push_back(line); });
+            [&](const nlohmann::ordered_json& line) { out.epoch_lines.push_back(line.dump()); });
     });
     InProcessTransport t(hub, 0);
     PsConfig pc;
@@ -222,7 +219,7 @@ TEST_CASE("whole system on the in-process transport: every protocol and mode con
         CAPTURE(c.n);
         CAPTURE(c.overlap);
         const int lambda = 4;
-        auto proto = make_protocol(c.protocol, lambda, c.n);
+        const Protocol proto = Protocol::parse(c.protocol, lambda, c.n);
         nn::ParamStore params = vector_store(5);
         nn::Solver solver(plain_sgd(0.05), params);
         UpdateRuleConfig cfg;
@@ -231,7 +228,7 @@ TEST_CASE("whole system on the in-process transport: every protocol and mode con
         std::vector<std::unique_ptr<Quadratic>> models;
         for (int l = 0; l < lambda; ++l) models.push_back(std::make_unique<Quadratic>(params.size()));
         auto fut = std::async(std::launch::async, [&] {
-            return run_system(*proto, lambda, c.overlap, params, solver, cfg, 100, 3,
+            return run_system(proto, lambda, c.overlap, params, solver, cfg, 100, 3,
                               [&](int l) { return models[l]->work(); });
         });
         REQUIRE(fut.wait_for(std::chrono::seconds(60)) == std::future_status::ready);  // a hang fails
@@ -239,12 +236,12 @@ TEST_CASE("whole system on the in-process transport: every protocol and mode con
         CHECK(r.epoch_lines.size() == 3);
         CHECK(r.epoch_lines.back().find("\"epoch\":3") != std::string::npos);
         CHECK(r.ps.samples >= 300);
-        CHECK(r.ps.updates == r.ps.samples / proto->gradients_per_update());
+        CHECK(r.ps.updates == r.ps.samples / proto.gradients_per_update());
         CHECK(r.staleness.gradients() == r.ps.samples);
         int64_t total = 0;
         for (int64_t v : r.staleness.histogram()) total += v;
         CHECK(total == r.staleness.gradients());
-        if (proto->synchronous()) CHECK(r.staleness.max() == 0);
+        if (proto.synchronous()) CHECK(r.staleness.max() == 0);
         for (float w : std::vector<float>(r.weights.begin(), r.weights.begin() + 5)) CHECK(w == doctest::Approx(3.0).epsilon(0.05));
         for (const auto& s : r.learners) CHECK(s.minibatches > 0);
     }
@@ -310,7 +307,7 @@ TEST_CASE("hardsync: lambda learners of mini-batch mu equal one learner of mini-
         w.gradients = net.params().grads();
         return w;
     };
-    HardSync hs(lambda);
+    const Protocol hs = Protocol::hardsync(lambda);
     UpdateRuleConfig cfg;
     cfg.batch = mu;
     cfg.reference_batch = lambda * mu;

@@ -15,7 +15,7 @@
 #include "kernels/relu.h"
 #include "kernels/sgemm/sgemm.h"
 #include "kernels/transpose.h"
-#include "tools/bench_problems.h"
+#include "kernels/problems.h"
 
 using namespace rudra::kernels;
 
@@ -155,7 +155,7 @@ TEST_CASE("POWER levels follow the features: MMA needs a POWER10, VSX every ppc6
 
 TEST_CASE("the cap reaches every operation: each one's implementation at each level this CPU has") {
     const CpuFeatures cpu = isa_gate().cpu();
-    const ConvProblem conv = rudra::tools::parse_problem("mb2ic8ih16oc16oh16kh5ph2").conv;
+    const ConvProblem conv = parse_problem("mb2ic8ih16oc16oh16kh5ph2").conv;
     for (Isa level : cpu_levels(cpu)) {
         const IsaGate gate(cpu, isa_name(level));
         const Expected want = expected_at(level);
@@ -216,7 +216,7 @@ TEST_CASE("shapes an implementation does not take fall through to the next, sayi
     if (gate.allows(Isa::Avx512)) CHECK(contains(LrnKernel(across, 1, gate).describe(), "across channels"));
 
     // A stride-4 convolution is not implicit on any micro-kernel.
-    const ConvProblem strided = rudra::tools::parse_problem("mb1ic3ih23oc5kh11sh4ph1").conv;
+    const ConvProblem strided = parse_problem("mb1ic3ih23oc5kh11sh4ph1").conv;
     const auto own = make_conv_kernel(strided, ConvBackend::Own, 1, gate);
     CHECK(contains(own->describe(), "fwd im2col+sgemm_"));
     if (choose_micro_kernel(gate).kernel.indirect) CHECK(contains(own->describe(), "not implicit: stride 4x4"));
@@ -224,7 +224,7 @@ TEST_CASE("shapes an implementation does not take fall through to the next, sayi
 
 #ifdef RUDRA_HAVE_DNNL
 TEST_CASE("oneDNN follows the process's cap (RUDRA_ISA)") {
-    const ConvProblem p = rudra::tools::parse_problem("mb2ic8ih16oc16oh16kh3ph1").conv;
+    const ConvProblem p = parse_problem("mb2ic8ih16oc16oh16kh3ph1").conv;
     const std::string impl = make_conv_kernel(p, ConvBackend::Onednn, 1)->describe();
     CAPTURE(impl);
     if (!isa_gate().allows(Isa::Avx512)) CHECK(!contains(impl, "avx512"));

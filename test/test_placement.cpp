@@ -6,9 +6,9 @@
 #include <map>
 #include <set>
 
-#include "kernels/placement.h"
+#include "placement/placement.h"
 
-using namespace rudra::kernels;
+using namespace rudra::placement;
 
 namespace {
 

@@ -229,6 +229,7 @@ int run_bench(const BenchOptions& o) {
     Report report(o.format, o.output);
     for (const BenchProblem& p : problems) {
         for (int t : thread_counts) {
+            omp_set_num_threads(t);  // the candidates of one row share it; oneDNN sizes its team from it
             std::vector<Candidate> cs;
             kernels::AlignedBuffer a, b, c;
             std::vector<std::unique_ptr<kernels::ConvBench>> convs;

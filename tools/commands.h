@@ -7,9 +7,11 @@
 #include <vector>
 
 #include "nn/kernel_options.h"
-#include "tools/model_setup.h"
+#include "session/data_setup.h"
 
 namespace rudra::tools {
+
+using session::DataOptions;
 
 struct TrainOptions {
     std::string solver;

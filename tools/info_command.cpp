@@ -11,7 +11,7 @@
 #include "kernels/lrn.h"
 #include "kernels/pooling.h"
 #include "kernels/transpose.h"
-#include "kernels/placement.h"
+#include "placement/placement.h"
 #include "kernels/sgemm/sgemm.h"
 #include "tools/commands.h"
 
@@ -50,8 +50,8 @@ void print_operations(const kernels::IsaGate& gate) {
 }  // namespace
 
 int run_info(const InfoOptions& o) {
-    const kernels::CpuTopology topo = kernels::read_topology(o.topology);
-    std::printf("topology: %s\n", kernels::describe_topology(topo).c_str());
+    const placement::CpuTopology topo = placement::read_topology(o.topology);
+    std::printf("topology: %s\n", placement::describe_topology(topo).c_str());
     const kernels::IsaGate& gate = kernels::isa_gate();
     std::string levels;
     for (kernels::Isa l : kernels::cpu_levels(gate.cpu())) levels += (levels.empty() ? "" : ", ") + std::string(kernels::isa_name(l));
@@ -72,23 +72,23 @@ int run_info(const InfoOptions& o) {
 #endif
     const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
     std::printf("placement of %d rank(s) x %d thread(s) on this node:\n", o.ranks, threads);
-    for (const kernels::RankPlan& p : kernels::plan_placement(topo, o.ranks, threads))
-        std::printf("  %s\n", kernels::describe_plan(p).c_str());
+    for (const placement::RankPlan& p : placement::plan_placement(topo, o.ranks, threads))
+        std::printf("  %s\n", placement::describe_plan(p).c_str());
     return 0;
 }
 
 Binding bind_threads(const std::string& mode, int ranks_on_node, int rank_on_node, int threads) {
     if (mode == "off") return {};
     if (mode != "on" && mode != "auto") throw std::runtime_error("--bind must be on, auto or off, not '" + mode + "'");
-    const kernels::CpuTopology topo = kernels::read_topology();
+    const placement::CpuTopology topo = placement::read_topology();
     if (mode == "auto" && static_cast<size_t>(ranks_on_node) * threads > topo.pus.size())
         return {"threads not bound: " + std::to_string(ranks_on_node) + " rank(s) x " + std::to_string(threads) +
                     " thread(s) oversubscribe " + std::to_string(topo.pus.size()) + " PUs (--bind on forces it)",
                 {}};
-    const auto plans = kernels::plan_placement(topo, ranks_on_node, threads);
-    const kernels::RankPlan plan = plans.at(static_cast<size_t>(rank_on_node));
-    return {kernels::describe_plan(plan) + ": " + kernels::apply_placement(plan),
-            [plan] { kernels::bind_helper_thread(plan); }};
+    const auto plans = placement::plan_placement(topo, ranks_on_node, threads);
+    const placement::RankPlan plan = plans.at(static_cast<size_t>(rank_on_node));
+    return {placement::describe_plan(plan) + ": " + placement::apply_placement(plan),
+            [plan] { placement::bind_helper_thread(plan); }};
 }
 
 }  // namespace rudra::tools

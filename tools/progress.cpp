@@ -39,4 +39,10 @@ void ProgressBar::clear() {
     shown_ = false;
 }
 
+std::string with_thousands(uint64_t n) {
+    std::string s = std::to_string(n);
+    for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), 1, ',');
+    return s;
+}
+
 }  // namespace rudra::tools

@@ -2,6 +2,7 @@
 // (plain lines are printed by the caller at its display interval).
 #pragma once
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 namespace rudra::tools {
@@ -21,5 +22,6 @@ private:
 };
 
 std::string format_duration(double seconds);
+std::string with_thousands(uint64_t n);  // 89578 -> "89,578"
 
 }  // namespace rudra::tools

@@ -12,7 +12,10 @@
 
 #include "kernels/gemm.h"
 #include "kernels/isa.h"
+#include "nn/net.h"
+#include "nn/solver_spec.h"
 #include "tools/commands.h"
+#include "tools/progress.h"
 
 namespace rudra::tools {
 namespace {
@@ -46,7 +49,7 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 
 int run_time(const TimeOptions& o) {
     std::string net_path = o.model;
-    if (is_solver_file(o.model)) net_path = nn::load_solver_spec(o.model).net;
+    if (nn::is_solver_file(o.model)) net_path = nn::load_solver_spec(o.model).net;
     nn::NetSpec spec = nn::load_net_spec(net_path);
     nn::NetOptions opt;
     opt.kernels = o.kernels;

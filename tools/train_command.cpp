@@ -1,5 +1,6 @@
-// rudra train: single-process SGD on the nn engine with a prefetching data thread, per-epoch
-// test accuracy, JSON-lines metrics and resumable snapshots.
+// rudra train: single-process SGD on a training session (session/training_session.h) with a
+// prefetching data thread, per-epoch test accuracy, JSON-lines metrics, progress and resumable
+// snapshots.
 #include <omp.h>
 #include <unistd.h>
 
@@ -13,10 +14,9 @@
 
 #include "data/batch_stream.h"
 #include "kernels/gemm.h"
-#include "nn/snapshot.h"
-#include "nn/solver.h"
+#include "session/metrics_log.h"
+#include "session/training_session.h"
 #include "tools/commands.h"
-#include "tools/metrics_log.h"
 #include "tools/progress.h"
 
 namespace rudra::tools {
@@ -31,12 +31,6 @@ extern "C" void on_stop_signal(int) { g_stop_requested = true; }
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-std::string snapshot_path(const std::string& dir, const std::string& prefix, int64_t iter) {
-    std::string base = prefix.empty() ? "snapshot" : fs::path(prefix).filename().string();
-    if (base.empty()) base = "snapshot";
-    return (fs::path(dir) / (base + "_iter_" + std::to_string(iter) + ".rudra")).string();
-}
-
 void print_notes(const std::vector<std::string>& notes) {
     for (const auto& n : notes) std::printf("note: %s\n", n.c_str());
 }
@@ -46,44 +40,19 @@ void print_notes(const std::vector<std::string>& notes) {
 int run_train(const TrainOptions& o) {
     // First, so that every buffer is first touched by pinned threads on their NUMA domain.
     const Binding binding = bind_threads(o.bind, 1, 0, omp_get_max_threads());
-    const std::string& placed = binding.message;
-    nn::SolverSpec solver_spec = nn::load_solver_spec(o.solver);
-    nn::NetSpec net_spec = nn::load_net_spec(solver_spec.net);
-    const nn::LayerSpec* data_layer = net_spec.data_layer(nn::Phase::Train);
-    if (!data_layer) throw std::runtime_error(solver_spec.net + ": the net has no Data layer for phase TRAIN");
-    const nn::LayerSpec* test_layer = net_spec.data_layer(nn::Phase::Test);
+    session::SessionSpec spec;
+    spec.solver = nn::load_solver_spec(o.solver);
+    spec.net = nn::load_net_spec(spec.solver.net);
+    spec.kernels = o.kernels;
+    spec.batch = o.batch;
+    spec.seed = o.seed >= 0 ? o.seed : (spec.solver.random_seed >= 0 ? spec.solver.random_seed : 1);
+    const data::TrainTest sets = session::load_data(o.data);
+    session::TrainingSession run(spec, sets, {.train_net = true, .test_net = true, .solver = true});
+    const nn::SolverSpec& solver_spec = run.solver_spec();
+    std::vector<std::string> notes = run.notes();
+    if (!binding.message.empty()) notes.push_back("placement: " + binding.message);
 
-    data::TrainTest sets = load_data(o.data);
-    std::vector<std::string> notes = solver_spec.notes;
-    notes.insert(notes.end(), net_spec.notes.begin(), net_spec.notes.end());
-    if (!placed.empty()) notes.push_back("placement: " + placed);
-    std::vector<float> mean;
-    data::Transform train_tf = make_transform(data_layer->transform, sets.train, mean, notes);
-    data::Transform test_tf =
-        test_layer ? make_transform(test_layer->transform, sets.train, mean, notes) : train_tf;
-
-    const uint64_t seed = o.seed >= 0 ? o.seed : (solver_spec.random_seed >= 0 ? solver_spec.random_seed : 1);
-    nn::NetOptions train_opt;
-    train_opt.kernels = o.kernels;
-    train_opt.phase = nn::Phase::Train;
-    train_opt.batch = o.batch;
-    train_opt.data_chw = {sets.train.channels, sets.train.height, sets.train.width};
-    train_opt.seed = seed;
-    nn::Net train_net(net_spec, train_opt);
-    nn::NetOptions test_opt = train_opt;
-    test_opt.phase = nn::Phase::Test;
-    test_opt.batch = test_layer ? 0 : train_net.batch();
-    nn::Net test_net(net_spec, test_opt, &train_net.params());
-    if (!train_net.input_label()) throw std::runtime_error(solver_spec.net + ": the TRAIN Data layer has no label top");
-    if (train_net.input_data().count() / train_net.batch() !=
-        static_cast<int64_t>(sets.train.channels) * train_tf.out_h(sets.train) * train_tf.out_w(sets.train))
-        throw std::runtime_error("data set and net input shapes differ");
-
-    nn::ParamStore& params = train_net.params();
-    nn::Solver solver(solver_spec, params);
-    params.fill(seed);
-
-    const int batch = train_net.batch();
+    const int batch = run.batch();
     const int64_t n_train = sets.train.size();
     int64_t max_iter = solver_spec.max_iter;
     if (o.epochs > 0) max_iter = static_cast<int64_t>(std::ceil(o.epochs * n_train / batch));
@@ -91,18 +60,13 @@ int run_train(const TrainOptions& o) {
 
     int64_t iter = 0;
     uint64_t position = 0;
-    uint64_t data_seed = seed;  // a resumed run keeps the stream it was drawing from
+    uint64_t data_seed = spec.seed;  // a resumed run keeps the stream it was drawing from
     if (!o.resume.empty()) {
-        nn::Snapshot s = nn::read_snapshot(o.resume);
-        if (s.layout_hash != params.layout_hash() || s.params.size() != params.size())
-            throw std::runtime_error(o.resume + ": the snapshot's parameters do not match net " + solver_spec.net);
-        if (s.history.size() != solver.history_size() || s.solver_type != static_cast<uint32_t>(solver_spec.type))
-            throw std::runtime_error(o.resume + ": the snapshot was taken with a different solver type");
-        std::copy(s.params.begin(), s.params.end(), params.values());
-        std::copy(s.history.begin(), s.history.end(), solver.history());
+        const nn::Snapshot s = nn::read_snapshot(o.resume);
+        run.restore(s, o.resume, session::TrainingSession::History::Required);
         iter = static_cast<int64_t>(s.iteration);
         position = s.samples_seen;
-        if (s.data_seed != seed)
+        if (s.data_seed != spec.seed)
             notes.push_back("resuming with the snapshot's data seed " + std::to_string(s.data_seed));
         data_seed = s.data_seed;
     }
@@ -112,13 +76,13 @@ int run_train(const TrainOptions& o) {
     std::signal(SIGTERM, on_stop_signal);
     const std::string out_dir = o.output.empty() ? "rudra-run" : o.output;
     fs::create_directories(out_dir);
-    MetricsLog log((fs::path(out_dir) / "metrics.jsonl").string(), !o.resume.empty());
+    session::MetricsLog log((fs::path(out_dir) / "metrics.jsonl").string(), !o.resume.empty());
     if (solver_spec.test_iter > 0)
         notes.push_back(o.solver + ": test_iter " + std::to_string(solver_spec.test_iter) +
                         " not used: every test covers the whole test set");
     print_notes(notes);
     std::printf("rudra train: %s, net %s (%s learnable parameters), %s: %lld train / %lld test images %dx%dx%d\n",
-                o.solver.c_str(), solver_spec.net.c_str(), with_thousands(params.learnable_count()).c_str(),
+                o.solver.c_str(), solver_spec.net.c_str(), with_thousands(run.params().learnable_count()).c_str(),
                 sets.format.c_str(), static_cast<long long>(n_train), static_cast<long long>(sets.test.size()),
                 sets.train.channels, sets.train.height, sets.train.width);
     std::printf("mini-batch %d, %lld iterations (%.2f epochs), solver %s, base_lr %g, %d threads, gemm %s, output %s\n",
@@ -129,28 +93,18 @@ int run_train(const TrainOptions& o) {
     log.write({{"event", "start"}, {"solver", o.solver}, {"net", solver_spec.net}, {"batch", batch},
                {"max_iter", max_iter}, {"threads", omp_get_max_threads()}, {"seed", data_seed},
                {"train_images", n_train}, {"test_images", sets.test.size()},
-               {"learnable_parameters", params.learnable_count()}, {"resumed_from", o.resume},
+               {"learnable_parameters", run.params().learnable_count()}, {"resumed_from", o.resume},
                {"iteration", iter}});
 
     auto save = [&](int64_t at) {
-        nn::Snapshot s;
-        s.iteration = static_cast<uint64_t>(at);
-        s.samples_seen = position;
-        s.data_seed = data_seed;
-        s.layout_hash = params.layout_hash();
-        s.solver_type = static_cast<uint32_t>(solver_spec.type);
-        s.params.assign(params.values(), params.values() + params.size());
-        s.history.assign(solver.history(), solver.history() + solver.history_size());
-        const std::string path = snapshot_path(out_dir, solver_spec.snapshot_prefix, at);
-        nn::write_snapshot(path, s);
+        const std::string path = session::snapshot_path(out_dir, solver_spec.snapshot_prefix, at);
+        nn::write_snapshot(path, run.snapshot(static_cast<uint64_t>(at), position, data_seed));
         log.write({{"event", "snapshot"}, {"iteration", at}, {"path", path}});
         return path;
     };
 
     ProgressBar bar(isatty(STDERR_FILENO) != 0);
-    data::Prefetcher prefetch(sets.train, train_tf, batch, data_seed, position, binding.helper_thread);
-    nn::Blob& x = train_net.input_data();
-    nn::Blob& y = *train_net.input_label();
+    data::Prefetcher prefetch(sets.train, run.train_transform(), batch, data_seed, position, binding.helper_thread);
 
     const auto t_start = Clock::now();
     double compute_s_epoch = 0.0, loss_sum_epoch = 0.0, loss_sum_display = 0.0;
@@ -161,19 +115,15 @@ int run_train(const TrainOptions& o) {
 
     while (iter < max_iter && !g_stop_requested) {
         const auto t_iter = Clock::now();
-        const data::Batch& b = prefetch.next();
-        std::memcpy(x.data, b.data.data(), sizeof(float) * x.count());
-        std::memcpy(y.data, b.labels.data(), sizeof(float) * y.count());
-        params.zero_grads();
-        const float loss = train_net.forward();
-        if (!std::isfinite(loss)) {
+        double loss;
+        try {
+            loss = run.step(prefetch.next(), iter);
+        } catch (const session::Diverged& e) {
             bar.clear();
-            log.write({{"event", "diverged"}, {"iteration", iter}, {"loss", loss}});
+            log.write({{"event", "diverged"}, {"iteration", iter}, {"loss", e.loss()}});
             throw std::runtime_error("training diverged at iteration " + std::to_string(iter) + " (loss " +
-                                     std::to_string(loss) + "); lower base_lr");
+                                     std::to_string(e.loss()) + "); lower base_lr");
         }
-        train_net.backward();
-        solver.apply(params.grads(), iter);
         ++iter;
         position += batch;
         compute_s_epoch += seconds_since(t_iter);
@@ -191,10 +141,10 @@ int run_train(const TrainOptions& o) {
             const double span = seconds_since(t_display);
             bar.clear();
             std::printf("iter %lld  epoch %.2f  loss %.4f  lr %g  %.0f img/s\n", static_cast<long long>(iter), epoch_now,
-                        loss_sum_display / iters_display, solver.rate(iter - 1), iters_display * batch / span);
+                        loss_sum_display / iters_display, run.solver().rate(iter - 1), iters_display * batch / span);
             std::fflush(stdout);
             log.write({{"event", "iter"}, {"iteration", iter}, {"epoch", epoch_now},
-                       {"train_loss", loss_sum_display / iters_display}, {"lr", solver.rate(iter - 1)},
+                       {"train_loss", loss_sum_display / iters_display}, {"lr", run.solver().rate(iter - 1)},
                        {"images_per_s", iters_display * batch / span}, {"elapsed_s", seconds_since(t_start)}});
             loss_sum_display = 0.0;
             iters_display = 0;
@@ -202,12 +152,12 @@ int run_train(const TrainOptions& o) {
         }
         const bool epoch_end = (position / n_train) != ((position - batch) / n_train) || iter == max_iter;
         if (solver_spec.test_interval > 0 && iter % solver_spec.test_interval == 0 && !epoch_end) {
-            EvalResult r = evaluate(test_net, sets.test, test_tf);
+            const session::EvalResult r = run.evaluate();
             log.write({{"event", "test"}, {"iteration", iter}, {"epoch", epoch_now}, {"test_accuracy", r.accuracy},
                        {"test_loss", r.loss}, {"elapsed_s", seconds_since(t_start)}});
         }
         if (epoch_end) {
-            EvalResult r = evaluate(test_net, sets.test, test_tf);
+            const session::EvalResult r = run.evaluate();
             bar.clear();
             const double train_loss = loss_sum_epoch / std::max<int64_t>(iters_epoch, 1);
             std::printf("epoch %.2f/%.2f  train_loss %.4f  test_accuracy %.4f  test_loss %.4f  %.0f img/s  elapsed %s\n",
@@ -216,7 +166,7 @@ int run_train(const TrainOptions& o) {
             std::fflush(stdout);
             log.write({{"event", "epoch"}, {"epoch", std::round(epoch_now * 1000) / 1000}, {"iteration", iter},
                        {"train_loss", train_loss}, {"test_accuracy", r.accuracy}, {"test_loss", r.loss},
-                       {"images_per_s", ips}, {"elapsed_s", seconds_since(t_start)}, {"lr", solver.rate(iter - 1)}});
+                       {"images_per_s", ips}, {"elapsed_s", seconds_since(t_start)}, {"lr", run.solver().rate(iter - 1)}});
             compute_s_epoch = loss_sum_epoch = 0.0;
             iters_epoch = images_epoch = 0;
         }

@@ -5,20 +5,20 @@
 
 #include <nlohmann/json.hpp>
 
-namespace rudra::tools {
+namespace rudra::session {
 
 class MetricsLog {
 public:
     // append: continue an existing log (a resumed run) instead of starting a new one.
     MetricsLog(const std::string& path, bool append);
-    void write(const nlohmann::json& event);
-    // A line that is already one JSON object (from a part that does not use nlohmann-json).
-    void write_line(const std::string& json_line);
+    // Keys in the order they are given ("event" first).
+    void write(const nlohmann::ordered_json& event);
     const std::string& path() const { return path_; }
 
 private:
+    void write_line(const std::string& json_line);
     std::string path_;
     std::ofstream out_;
 };
 
-}  // namespace rudra::tools
+}  // namespace rudra::session

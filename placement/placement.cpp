@@ -1,11 +1,11 @@
-#include "kernels/placement.h"
+#include "placement/placement.h"
 
 #include <algorithm>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 
-namespace rudra::kernels {
+namespace rudra::placement {
 namespace {
 
 int count_distinct(const std::vector<CpuTopology::Pu>& pus, int CpuTopology::Pu::*field) {
@@ -114,4 +114,4 @@ std::string describe_plan(const RankPlan& plan) {
     return s.str();
 }
 
-}  // namespace rudra::kernels
+}  // namespace rudra::placement

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace rudra::kernels {
+namespace rudra::placement {
 
 struct CpuTopology {
     struct Pu {
@@ -54,4 +54,4 @@ std::string bind_helper_thread(const RankPlan& plan);
 std::string describe_topology(const CpuTopology& topo);
 std::string describe_plan(const RankPlan& plan);
 
-}  // namespace rudra::kernels
+}  // namespace rudra::placement

@@ -6,13 +6,13 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "kernels/placement.h"
+#include "placement/placement.h"
 
 #ifdef RUDRA_HAVE_HWLOC
 #include <hwloc.h>
 #endif
 
-namespace rudra::kernels {
+namespace rudra::placement {
 
 #ifdef RUDRA_HAVE_HWLOC
 namespace {
@@ -123,4 +123,4 @@ std::string bind_helper_thread(const RankPlan&) { return "this build has no hwlo
 
 #endif
 
-}  // namespace rudra::kernels
+}  // namespace rudra::placement

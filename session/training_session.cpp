@@ -1,0 +1,187 @@
+#include "session/training_session.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "session/data_setup.h"
+
+namespace rudra::session {
+namespace {
+
+nn::NetOptions net_options(const SessionSpec& spec, nn::Phase phase, int batch, const data::Dataset& d) {
+    nn::NetOptions o;
+    o.kernels = spec.kernels;
+    o.phase = phase;
+    o.batch = batch;
+    o.data_chw = {d.channels, d.height, d.width};
+    o.seed = spec.seed;
+    return o;
+}
+
+// Copies the samples from `first` on (test order, no randomness) into the net's input blobs;
+// rows past the end of the set are zero with label 0. Returns how many rows are real.
+int fill_test_batch(nn::Net& net, const data::Dataset& d, const data::Transform& t, int64_t first) {
+    nn::Blob& x = net.input_data();
+    nn::Blob* y = net.input_label();
+    const int batch = net.batch();
+    const int64_t per = x.count() / batch;
+    const int real = static_cast<int>(std::min<int64_t>(batch, d.size() - first));
+    for (int i = 0; i < batch; ++i) {
+        if (i < real) {
+            data::transform_sample(d, first + i, t, /*train=*/false, 0, x.data + i * per);
+            if (y) y->data[i] = d.labels[first + i];
+        } else {
+            std::memset(x.data + i * per, 0, sizeof(float) * per);
+            if (y) y->data[i] = 0.0f;
+        }
+    }
+    return real;
+}
+
+}  // namespace
+
+TrainingSession::TrainingSession(const SessionSpec& spec, const data::TrainTest& sets, SessionParts parts)
+    : spec_(spec), sets_(sets) {
+    notes_ = spec.solver.notes;
+    notes_.insert(notes_.end(), spec.net.notes.begin(), spec.net.notes.end());
+    const nn::LayerSpec* train_layer = spec.net.data_layer(nn::Phase::Train);
+    const nn::LayerSpec* test_layer = spec.net.data_layer(nn::Phase::Test);
+    const std::string& net_file = spec.solver.net.empty() ? spec.net.file : spec.solver.net;
+    std::vector<float> mean;  // computed once for both transforms
+    if (train_layer) train_tf_ = make_transform(train_layer->transform, sets.train, mean, notes_);
+    test_tf_ = test_layer ? make_transform(test_layer->transform, sets.train, mean, notes_) : train_tf_;
+
+    if (parts.train_net) {
+        if (!train_layer) throw std::runtime_error(net_file + ": the net has no Data layer for phase TRAIN");
+        train_net_ = std::make_unique<nn::Net>(spec.net, net_options(spec, nn::Phase::Train, spec.batch, sets.train));
+        if (!train_net_->input_label())
+            throw std::runtime_error(net_file + ": the TRAIN Data layer has no label top");
+        if (train_net_->input_data().count() / train_net_->batch() !=
+            static_cast<int64_t>(sets.train.channels) * train_tf_.out_h(sets.train) * train_tf_.out_w(sets.train))
+            throw std::runtime_error("data set and net input shapes differ");
+    }
+    if (parts.test_net) {
+        const int batch = spec.test_batch > 0 ? spec.test_batch
+                          : test_layer        ? 0
+                          : train_net_        ? train_net_->batch()
+                                              : spec.batch;
+        test_net_ = std::make_unique<nn::Net>(spec.net, net_options(spec, nn::Phase::Test, batch, sets.test),
+                                              train_net_ ? &train_net_->params() : nullptr);
+    }
+    if (!train_net_ && !test_net_) throw std::logic_error("TrainingSession: neither a TRAIN nor a TEST net");
+    if (parts.solver) solver_ = std::make_unique<nn::Solver>(spec.solver, params());
+    params().fill(spec.seed);
+}
+
+TrainingSession::~TrainingSession() = default;
+
+nn::ParamStore& TrainingSession::params() { return train_net_ ? train_net_->params() : test_net_->params(); }
+
+const nn::ParamStore& TrainingSession::params() const {
+    return train_net_ ? train_net_->params() : test_net_->params();
+}
+
+nn::Net& TrainingSession::train_net() {
+    if (!train_net_) throw std::logic_error("TrainingSession: no TRAIN net was built");
+    return *train_net_;
+}
+
+nn::Net& TrainingSession::test_net() {
+    if (!test_net_) throw std::logic_error("TrainingSession: no TEST net was built");
+    return *test_net_;
+}
+
+nn::Solver& TrainingSession::solver() {
+    if (!solver_) throw std::logic_error("TrainingSession: no solver was built");
+    return *solver_;
+}
+
+int TrainingSession::batch() const { return train_net_ ? train_net_->batch() : test_net_->batch(); }
+
+double TrainingSession::compute_gradient(const data::Batch& b) {
+    nn::Net& net = train_net();
+    nn::Blob& x = net.input_data();
+    nn::Blob& y = *net.input_label();
+    std::memcpy(x.data, b.data.data(), sizeof(float) * x.count());
+    std::memcpy(y.data, b.labels.data(), sizeof(float) * y.count());
+    net.params().zero_grads();
+    const float loss = net.forward();
+    if (!std::isfinite(loss))
+        throw Diverged(loss, "training diverged at sample " + std::to_string(b.first_position) + " (loss " +
+                                 std::to_string(loss) + "); lower base_lr");
+    net.backward();
+    return loss;
+}
+
+double TrainingSession::step(const data::Batch& b, int64_t iteration) {
+    const double loss = compute_gradient(b);
+    solver().apply(params().grads(), iteration);
+    return loss;
+}
+
+EvalResult TrainingSession::evaluate() {
+    nn::Net& net = test_net();
+    const data::Dataset& d = sets_.test;
+    const std::string scores_name = net.scores_blob();
+    if (scores_name.empty()) throw std::runtime_error("the test net has no loss layer to read scores from");
+    nn::Blob& scores = net.blob(scores_name);
+    const int classes = static_cast<int>(scores.count() / net.batch());
+    EvalResult r;
+    int64_t correct = 0;
+    double loss = 0.0;
+    for (int64_t first = 0; first < d.size(); first += net.batch()) {
+        const int real = fill_test_batch(net, d, test_tf_, first);
+        net.forward();
+        for (int i = 0; i < real; ++i) {
+            const float* s = scores.data + static_cast<int64_t>(i) * classes;
+            const int label = d.labels[first + i];
+            const int best = static_cast<int>(std::max_element(s, s + classes) - s);
+            correct += best == label;
+            const float mx = s[best];
+            double sum = 0.0;
+            for (int c = 0; c < classes; ++c) sum += std::exp(static_cast<double>(s[c] - mx));
+            loss += std::log(sum) - (s[label] - mx);
+        }
+        r.images += real;
+    }
+    r.accuracy = r.images ? static_cast<double>(correct) / r.images : 0.0;
+    r.loss = r.images ? loss / r.images : 0.0;
+    return r;
+}
+
+nn::Snapshot TrainingSession::snapshot(uint64_t iteration, uint64_t samples_seen, uint64_t data_seed) const {
+    const nn::ParamStore& p = params();
+    nn::Snapshot s;
+    s.iteration = iteration;
+    s.samples_seen = samples_seen;
+    s.data_seed = data_seed;
+    s.layout_hash = p.layout_hash();
+    s.solver_type = static_cast<uint32_t>(spec_.solver.type);
+    s.params.assign(p.values(), p.values() + p.size());
+    if (solver_) s.history.assign(solver_->history(), solver_->history() + solver_->history_size());
+    return s;
+}
+
+void TrainingSession::restore(const nn::Snapshot& s, const std::string& source, History history) {
+    nn::ParamStore& p = params();
+    const std::string& net_file = spec_.solver.net.empty() ? spec_.net.file : spec_.solver.net;
+    if (s.layout_hash != p.layout_hash() || s.params.size() != p.size())
+        throw std::runtime_error(source + ": the snapshot's parameters do not match net " + net_file);
+    const bool matching = solver_ && s.history.size() == solver_->history_size() &&
+                          s.solver_type == static_cast<uint32_t>(spec_.solver.type);
+    if (history == History::Required && !matching)
+        throw std::runtime_error(source + ": the snapshot was taken with a different solver type");
+    std::copy(s.params.begin(), s.params.end(), p.values());
+    if (history != History::Ignored && matching) std::copy(s.history.begin(), s.history.end(), solver_->history());
+}
+
+std::string snapshot_path(const std::string& dir, const std::string& prefix, int64_t iteration) {
+    namespace fs = std::filesystem;
+    std::string base = prefix.empty() ? "snapshot" : fs::path(prefix).filename().string();
+    if (base.empty()) base = "snapshot";
+    return (fs::path(dir) / (base + "_iter_" + std::to_string(iteration) + ".rudra")).string();
+}
+
+}  // namespace rudra::session
