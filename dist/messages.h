@@ -16,6 +16,7 @@ enum Tag : int {
     kBye = 5,             // learner -> PS: my last message
     kLearnerReport = 6,   // learner -> statistics server: loss and timing totals
     kEpochWeights = 7,    // PS -> statistics server: the weights at an epoch boundary
+    kKernelChoices = 8,   // first learner -> the other learners: the `auto` backends it chose (text)
 };
 
 struct WeightsRequest {

@@ -2,12 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
-#include <unistd.h>
 
 #include "kernels/sgemm/sgemm.h"
 
@@ -36,44 +31,7 @@ std::string fmt_ms(double s) {
     return buf;
 }
 
-nlohmann::json read_cache(const std::string& path, std::string& problem) {
-    std::ifstream in(path);
-    if (!in) return nlohmann::json::object();
-    try {
-        nlohmann::json j = nlohmann::json::parse(in);
-        if (j.is_object()) return j;
-        problem = path + " is not a JSON object; replacing it";
-    } catch (const std::exception& e) {
-        problem = path + " is damaged (" + e.what() + "); replacing it";
-    }
-    return nlohmann::json::object();
-}
-
-// Writes through a temporary file and a rename: readers never see half a file.
-void write_cache(const std::string& path, const nlohmann::json& j) {
-    std::error_code ec;
-    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-    const std::string tmp = path + ".tmp." + std::to_string(getpid());
-    {
-        std::ofstream out(tmp);
-        if (!out) return;  // a cache that cannot be written only costs a re-measurement
-        out << j.dump(1) << "\n";
-        if (!out) {
-            std::remove(tmp.c_str());
-            return;
-        }
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) std::remove(tmp.c_str());
-}
-
 }  // namespace
-
-std::string default_autotune_cache() {
-    if (const char* d = std::getenv("RUDRA_CACHE_DIR"); d && *d) return std::string(d) + "/conv_auto.json";
-    if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/rudra/conv_auto.json";
-    if (const char* d = std::getenv("HOME"); d && *d) return std::string(d) + "/.cache/rudra/conv_auto.json";
-    return "";
-}
 
 std::string conv_descriptor(const ConvProblem& p) {
     const ConvGeometry& g = p.geom;
@@ -90,21 +48,7 @@ std::string conv_descriptor(const ConvProblem& p) {
 // cache blocks), so that choices measured on older code are measured again.
 constexpr int kCacheGeneration = 4;
 
-AutoChoice choose_conv_backend(const ConvProblem& p, int threads, const std::string& cache_path) {
-    const std::string key = conv_descriptor(p) + " threads " + std::to_string(threads) + " sgemm " +
-                            selected_micro_kernel().kernel.name + " generation " + std::to_string(kCacheGeneration);
-    std::string damage;
-    nlohmann::json cache = cache_path.empty() ? nlohmann::json::object() : read_cache(cache_path, damage);
-    if (cache.contains(key) && cache[key].is_object()) {
-        const nlohmann::json& e = cache[key];
-        if (e.contains("backend") && e["backend"].is_string() && e.contains("data_backend") &&
-            e["data_backend"].is_string()) {
-            auto be = conv_backend_from_name(e["backend"].get<std::string>());
-            auto dbe = conv_backend_from_name(e["data_backend"].get<std::string>());
-            if (be && dbe && conv_backend_available(*be) && conv_backend_available(*dbe))
-                return {*be, *dbe, e.value("summary", std::string()) + " (cached)"};
-        }
-    }
+AutoChoice measure_conv_backends(const ConvProblem& p, int threads) {
     ConvBackend best = ConvBackend::Own, best_data = ConvBackend::Own;
     double best_s = 1e30, best_data_s = 1e30;
     std::string main_times, data_times;
@@ -117,17 +61,14 @@ AutoChoice choose_conv_backend(const ConvProblem& p, int threads, const std::str
         if (main_s < best_s) best_s = main_s, best = be;
         if (data_s < best_data_s) best_data_s = data_s, best_data = be;
     }
-    AutoChoice choice{best, best_data,
-                      std::string("fwd+bwd_weights ") + conv_backend_name(best) + " (ms: " + main_times + "), bwd_data " +
-                          conv_backend_name(best_data) + " (ms: " + data_times + ")"};
-    if (!damage.empty()) choice.summary += "; " + damage;
-    if (!cache_path.empty()) {
-        cache[key] = {{"backend", conv_backend_name(best)},
-                      {"data_backend", conv_backend_name(best_data)},
-                      {"summary", choice.summary}};
-        write_cache(cache_path, cache);
-    }
-    return choice;
+    return {best, best_data,
+            std::string("fwd+bwd_weights ") + conv_backend_name(best) + " (ms: " + main_times + "), bwd_data " +
+                conv_backend_name(best_data) + " (ms: " + data_times + ")"};
+}
+
+std::string auto_cache_key(const ConvProblem& p, int threads) {
+    return conv_descriptor(p) + " threads " + std::to_string(threads) + " sgemm " +
+           selected_micro_kernel().kernel.name + " generation " + std::to_string(kCacheGeneration);
 }
 
 }  // namespace rudra::kernels

@@ -1,9 +1,8 @@
-// `auto` backend choice for a convolution: every available backend runs the shape's forward,
-// backward-data and backward-weights passes a few times. One backend is chosen for forward plus
-// backward-weights (the passes every trained layer runs) and one for backward-data (which the
-// first layer of a net never runs), each the fastest at its passes. Choices are
-// kept in a JSON cache file keyed by shape, threads and SGEMM micro-kernel, so each shape is
-// measured once per machine.
+// The `auto` backend's measurement for a convolution: every available backend runs the shape's
+// forward, backward-data and backward-weights passes a few times. One backend is chosen for
+// forward plus backward-weights (the passes every trained layer runs) and one for backward-data
+// (which the first layer of a net never runs), each the fastest at its passes. Caching the
+// choices, and deciding which process measures, is the caller's (session/conv_choices.h).
 #pragma once
 #include <string>
 
@@ -14,18 +13,16 @@ namespace rudra::kernels {
 struct AutoChoice {
     ConvBackend backend;       // forward and backward-weights
     ConvBackend data_backend;  // backward-data
-    std::string summary;  // e.g. "onednn 0.41 ms (own 0.52, blis 0.97)" plus "cached" when read back
+    std::string summary;  // e.g. "fwd+bwd_weights onednn (ms: own 0.52, blis 0.97, onednn 0.41), ..."
 };
 
-// The cache file: $RUDRA_CACHE_DIR/conv_auto.json, else $XDG_CACHE_HOME/rudra/..., else
-// $HOME/.cache/rudra/...; "" when none of them is set (nothing is cached then).
-std::string default_autotune_cache();
+// Measures at the caller's OpenMP setting, which must be `threads`.
+AutoChoice measure_conv_backends(const ConvProblem& p, int threads);
 
 // Benchdnn-style descriptor of the problem (mb..ic..ih..iw..oc..oh..ow..kh..kw..sh..sw..ph..pw..dh..dw..g..).
 std::string conv_descriptor(const ConvProblem& p);
-
-// cache_path "" measures without caching. A damaged cache file is reported in the summary and
-// replaced, never fatal.
-AutoChoice choose_conv_backend(const ConvProblem& p, int threads, const std::string& cache_path);
+// What a measured choice depends on: the shape, the threads, the SGEMM micro-kernel and the
+// backends' code (a generation number raised when one got faster or slower).
+std::string auto_cache_key(const ConvProblem& p, int threads);
 
 }  // namespace rudra::kernels

@@ -9,7 +9,7 @@
 namespace rudra::nn {
 namespace {
 
-bool known(const std::string& name) { return name == "auto" || kernels::conv_backend_from_name(name).has_value(); }
+bool known(const std::string& name) { return kernels::conv_backend_from_name(name).has_value(); }
 
 std::vector<std::string> items(const std::string& spec) {
     std::vector<std::string> out;
@@ -31,7 +31,16 @@ void KernelOptions::validate() const {
             throw std::invalid_argument("--conv-backend '" + conv + "': only the first item may be a bare backend, '" +
                                         p + "' needs LAYER=BACKEND");
         if (eq == 0) throw std::invalid_argument("--conv-backend '" + conv + "': '" + p + "' has no layer name");
-        if (!known(name))
+        const size_t plus = name.find('+');
+        if (plus != std::string::npos && eq != std::string::npos) {
+            const std::string first = name.substr(0, plus), second = name.substr(plus + 1);
+            if (!known(first) || !known(second))
+                throw std::invalid_argument("--conv-backend '" + conv + "': '" + p +
+                                            "' needs two backends, for forward and backward-data (own, blis, "
+                                            "onednn, reference)");
+            continue;
+        }
+        if (name != "auto" && !known(name))
             throw std::invalid_argument("--conv-backend '" + conv + "': unknown backend '" + name +
                                         "' (own, blis, onednn, reference, auto)");
     }
@@ -46,6 +55,12 @@ std::string KernelOptions::conv_for(const std::string& layer) const {
         if (eq != std::string::npos && p.substr(0, eq) == layer) chosen = p.substr(eq + 1);
     }
     return chosen;
+}
+
+bool KernelOptions::uses_auto() const {
+    for (const std::string& p : items(conv))
+        if (p.substr(p.find('=') + 1) == "auto") return true;  // find: npos + 1 = 0 for a bare name
+    return false;
 }
 
 }  // namespace rudra::nn

@@ -10,9 +10,10 @@
 namespace rudra::session {
 namespace {
 
-nn::NetOptions net_options(const SessionSpec& spec, nn::Phase phase, int batch, const data::Dataset& d) {
+nn::NetOptions net_options(const SessionSpec& spec, ConvChoices& choices, nn::Phase phase, int batch,
+                           const data::Dataset& d) {
     nn::NetOptions o;
-    o.kernels = spec.kernels;
+    o.kernels = spec.kernels.choose_auto ? spec.kernels : with_choices(spec.kernels, choices);
     o.phase = phase;
     o.batch = batch;
     o.data_chw = {d.channels, d.height, d.width};
@@ -43,7 +44,7 @@ int fill_test_batch(nn::Net& net, const data::Dataset& d, const data::Transform&
 }  // namespace
 
 TrainingSession::TrainingSession(const SessionSpec& spec, const data::TrainTest& sets, SessionParts parts)
-    : spec_(spec), sets_(sets) {
+    : spec_(spec), sets_(sets), choices_(spec.kernels.auto_cache) {
     notes_ = spec.solver.notes;
     notes_.insert(notes_.end(), spec.net.notes.begin(), spec.net.notes.end());
     const nn::LayerSpec* train_layer = spec.net.data_layer(nn::Phase::Train);
@@ -55,7 +56,8 @@ TrainingSession::TrainingSession(const SessionSpec& spec, const data::TrainTest&
 
     if (parts.train_net) {
         if (!train_layer) throw std::runtime_error(net_file + ": the net has no Data layer for phase TRAIN");
-        train_net_ = std::make_unique<nn::Net>(spec.net, net_options(spec, nn::Phase::Train, spec.batch, sets.train));
+        train_net_ =
+            std::make_unique<nn::Net>(spec.net, net_options(spec, choices_, nn::Phase::Train, spec.batch, sets.train));
         if (!train_net_->input_label())
             throw std::runtime_error(net_file + ": the TRAIN Data layer has no label top");
         if (train_net_->input_data().count() / train_net_->batch() !=
@@ -67,7 +69,7 @@ TrainingSession::TrainingSession(const SessionSpec& spec, const data::TrainTest&
                           : test_layer        ? 0
                           : train_net_        ? train_net_->batch()
                                               : spec.batch;
-        test_net_ = std::make_unique<nn::Net>(spec.net, net_options(spec, nn::Phase::Test, batch, sets.test),
+        test_net_ = std::make_unique<nn::Net>(spec.net, net_options(spec, choices_, nn::Phase::Test, batch, sets.test),
                                               train_net_ ? &train_net_->params() : nullptr);
     }
     if (!train_net_ && !test_net_) throw std::logic_error("TrainingSession: neither a TRAIN nor a TEST net");

@@ -19,6 +19,7 @@
 #include "nn/snapshot.h"
 #include "nn/solver.h"
 #include "nn/solver_spec.h"
+#include "session/conv_choices.h"
 
 namespace rudra::session {
 
@@ -70,6 +71,9 @@ public:
     const data::Transform& train_transform() const { return train_tf_; }
     // Notes on accepted-but-ignored fields and the transforms, for the log.
     const std::vector<std::string>& notes() const { return notes_; }
+    // The kernel options with what each `auto` layer chose written out, for a process that builds
+    // the same net and should take the same backends without measuring them again.
+    nn::KernelOptions resolved_kernels() const { return choices_.resolved(spec_.kernels); }
 
     // The gradient of one mini-batch into params().grads() (zeroed first); returns the loss.
     // Throws Diverged when the loss is not finite.
@@ -90,6 +94,7 @@ public:
 private:
     SessionSpec spec_;
     const data::TrainTest& sets_;
+    ConvChoices choices_;  // answers the nets' `auto` layers (declared before the nets)
     std::vector<std::string> notes_;
     data::Transform train_tf_, test_tf_;
     std::unique_ptr<nn::Net> train_net_, test_net_;

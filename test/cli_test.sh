@@ -94,6 +94,12 @@ RUDRA_CACHE_DIR=$work/cache expect "auto with a damaged cache" "$rudra" time "$s
   --batch 2 --iterations 1 --conv-backend auto
 grep -q "damaged" "$work/out" && pass || fail "damaged cache reported and replaced"
 expect_error "unknown conv backend" "unknown backend 'cudnn'" "$rudra" time "$src/models/cifar10_full/cifar10_full.prototxt" --conv-backend cudnn
+expect "a layer's backward-data on another backend" "$rudra" time "$src/models/cifar10_full/cifar10_full.prototxt" \
+  --batch 2 --iterations 1 --conv-backend "own,conv2=reference+own"
+grep -q "^conv2 .*reference+own: direct loops; bwd_data on fwd implicit_" "$work/out" && pass ||
+  fail "conv2=reference+own runs backward-data on own"
+expect_error "half a backend pair" "'conv2=own+' needs two backends" "$rudra" time \
+  "$src/models/cifar10_full/cifar10_full.prototxt" --conv-backend "own,conv2=own+"
 expect "bench writes CSV" "$rudra" bench m40n50k30 mb1ic3ih8oc4kh3ph1 --backends own,reference --threads 1 \
   --min-time 0.01 --format csv -o "$work/bench.csv"
 [ "$(grep -c ',own,' "$work/bench.csv")" = 4 ] && pass || fail "bench CSV has the GEMM and three conv passes for own"

@@ -34,6 +34,12 @@ run softsyncL 5 --protocol softsync --n 3 --lr-modulation per-gradient
 run async 5 --protocol async --mode overlap --momentum 0.5
 grep -q '"momentum":0.5' "$work/async/metrics.jsonl" && pass || fail "async: --momentum 0.5 in the start line"
 run overlap1 6 --protocol softsync --n 1 --mode overlap
+# `auto` is measured once for the learners: the first one measures and the others take its choices.
+run auto 5 --protocol async --conv-backend auto --auto-cache "$work/auto-cache.json"
+[ "$(grep -c 'rank 2: --conv-backend auto for the learners: auto,conv1=' "$work/auto.log")" = 1 ] && pass ||
+  fail "auto: rank 2 sends its choices once"
+grep -q '"mb16ic1ih28' "$work/auto-cache.json" && grep -q '"mb100ic1ih28' "$work/auto-cache.json" && pass ||
+  fail "auto: the cache holds the learners' shapes and the statistics server's"
 run many 16 --protocol softsync --n 2 --wait-sleep-us 50
 
 # Warm start: 1-softsync goes on from the hardsync run's 2 epochs to a total of 3.

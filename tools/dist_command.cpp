@@ -14,6 +14,7 @@
 
 #include "data/batch_stream.h"
 #include "dist/learner.h"
+#include "dist/messages.h"
 #include "dist/mpi_transport.h"
 #include "dist/parameter_server.h"
 #include "dist/stats_server.h"
@@ -61,26 +62,31 @@ Setup read_setup(const DistOptions& o) {
 void run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
             const data::TrainTest& sets, const dist::WaitPolicy& wait) {
     const int lambda = protocol.learners();
-    session::TrainingSession run(s.spec, sets, {.train_net = true, .test_net = false, .solver = true});
+    session::SessionSpec spec = s.spec;
+    spec.kernels.conv = "own";  // the PS's net only holds the parameters: no backend to choose
+    session::TrainingSession run(spec, sets, {.train_net = true, .test_net = false, .solver = true});
     if (!o.warm_start.empty()) run.restore(s.warm, o.warm_start, session::TrainingSession::History::IfMatching);
     nn::ParamStore& params = run.params();
     dist::UpdateRuleConfig rc;
-    rc.modulation = o.lr_modulation.empty() ? protocol.default_modulation() : dist::parse_lr_modulation(o.lr_modulation);
+    rc.modulation =
+        o.lr_modulation.empty() ? protocol.default_modulation() : dist::parse_lr_modulation(o.lr_modulation);
     rc.batch = run.batch();
     rc.momentum_compensation = o.momentum_compensation;
     rc.start_samples = s.start_samples;
     rc.reference_batch = o.reference_batch > 0 ? o.reference_batch : s.train_layer().batch_size;
-    if (protocol.synchronous()) rc.base_scale = static_cast<float>(std::sqrt(double(lambda) * rc.batch / rc.reference_batch));
+    if (protocol.synchronous())
+        rc.base_scale = static_cast<float>(std::sqrt(double(lambda) * rc.batch / rc.reference_batch));
     dist::UpdateRule rule(protocol, run.solver(), params, lambda, rc);
     dist::PsConfig pc;
     for (int r = kFirstLearner; r < t.size(); ++r) pc.learner_ranks.push_back(r);
     pc.stats_rank = kStatsRank;
     pc.samples_per_epoch = sets.train.size();
     pc.epochs = o.epochs;
-    std::printf("rudra dist: %s, %d learners, mini-batch %d, %s, base_lr %g x %.4g, %d epochs of %lld images, "
-                "wait: spin %d then sleep %d us, output %s\n",
-                protocol.name().c_str(), lambda, rc.batch, o.mode.c_str(), s.spec.solver.lr.base_lr, rc.base_scale, o.epochs,
-                static_cast<long long>(pc.samples_per_epoch), wait.spin, wait.sleep_us, o.output.c_str());
+    std::printf(
+        "rudra dist: %s, %d learners, mini-batch %d, %s, base_lr %g x %.4g, %d epochs of %lld images, "
+        "wait: spin %d then sleep %d us, output %s\n",
+        protocol.name().c_str(), lambda, rc.batch, o.mode.c_str(), s.spec.solver.lr.base_lr, rc.base_scale, o.epochs,
+        static_cast<long long>(pc.samples_per_epoch), wait.spin, wait.sleep_us, o.output.c_str());
     std::fflush(stdout);
     dist::ParameterServer ps(t, rule, params, pc);
     t.barrier();
@@ -104,11 +110,21 @@ void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, const d
     const int lambda = protocol.learners();
     session::TrainingSession run(s.spec, sets, {.train_net = false, .test_net = true, .solver = false});
     session::MetricsLog log((fs::path(o.output) / "metrics.jsonl").string(), false);
-    log.write({{"event", "start"}, {"solver", o.solver}, {"protocol", o.protocol}, {"n", o.n}, {"learners", lambda},
-               {"batch", o.batch}, {"mode", o.mode}, {"epochs", o.epochs}, {"lr_modulation", o.lr_modulation}, {"momentum_compensation", o.momentum_compensation},
-               {"warm_start", o.warm_start}, {"base_lr", s.spec.solver.lr.base_lr},
+    log.write({{"event", "start"},
+               {"solver", o.solver},
+               {"protocol", o.protocol},
+               {"n", o.n},
+               {"learners", lambda},
+               {"batch", o.batch},
+               {"mode", o.mode},
+               {"epochs", o.epochs},
+               {"lr_modulation", o.lr_modulation},
+               {"momentum_compensation", o.momentum_compensation},
+               {"warm_start", o.warm_start},
+               {"base_lr", s.spec.solver.lr.base_lr},
                {"momentum", s.spec.solver.momentum},
-               {"train_images", sets.train.size()}, {"test_images", sets.test.size()}});
+               {"train_images", sets.train.size()},
+               {"test_images", sets.test.size()}});
     dist::StatsConfig sc;
     sc.ps_rank = kPsRank;
     sc.learners = lambda;
@@ -135,7 +151,23 @@ void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, 
     const int rank = t.rank();
     session::SessionSpec spec = s.spec;
     spec.seed = s.spec.seed + rank;  // each learner's own dropout stream
+    // `auto` backends are measured once for the job: the first learner measures (or reads its
+    // cache) and sends its choices to the other learners, whose nets have the same shapes.
+    const bool measure_once = spec.kernels.uses_auto() && t.size() > kFirstLearner + 1;
+    if (measure_once && rank != kFirstLearner) {
+        std::vector<char> text;
+        t.recv(kFirstLearner, dist::kKernelChoices, text);
+        spec.kernels.conv.assign(text.begin(), text.end());
+    }
     session::TrainingSession run(spec, sets, {.train_net = true, .test_net = false, .solver = false});
+    if (measure_once && rank == kFirstLearner) {
+        const std::string chosen = run.resolved_kernels().conv;
+        for (int r = kFirstLearner + 1; r < t.size(); ++r)
+            t.send(r, dist::kKernelChoices, chosen.data(), chosen.size());
+        std::printf("rank %d: --conv-backend %s for the learners: %s\n", rank, s.spec.kernels.conv.c_str(),
+                    chosen.c_str());
+        std::fflush(stdout);
+    }
     // Each learner samples its own seeded stream over the whole training set.
     data::Prefetcher prefetch(sets.train, run.train_transform(), run.batch(),
                               s.spec.seed * 7919 + static_cast<uint64_t>(rank), 0, binding.helper_thread);
@@ -166,8 +198,9 @@ int run_dist(const DistOptions& o, int* argc, char*** argv) {
     const int rank = transport.rank();
     try {
         if (transport.size() < 3)
-            throw std::runtime_error("rudra dist needs at least 3 ranks (parameter server, statistics server, a learner); got " +
-                                     std::to_string(transport.size()));
+            throw std::runtime_error(
+                "rudra dist needs at least 3 ranks (parameter server, statistics server, a learner); got " +
+                std::to_string(transport.size()));
         const int lambda = transport.size() - kFirstLearner;
         if (o.mode != "base" && o.mode != "overlap") throw std::runtime_error("--mode must be base or overlap");
         const dist::Protocol protocol = dist::Protocol::parse(o.protocol, lambda, o.n);  // on every rank

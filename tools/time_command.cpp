@@ -13,6 +13,7 @@
 #include "kernels/gemm.h"
 #include "kernels/isa.h"
 #include "nn/net.h"
+#include "session/conv_choices.h"
 #include "nn/solver_spec.h"
 #include "tools/commands.h"
 #include "tools/progress.h"
@@ -51,8 +52,9 @@ int run_time(const TimeOptions& o) {
     std::string net_path = o.model;
     if (nn::is_solver_file(o.model)) net_path = nn::load_solver_spec(o.model).net;
     nn::NetSpec spec = nn::load_net_spec(net_path);
+    session::ConvChoices choices(o.kernels.auto_cache);
     nn::NetOptions opt;
-    opt.kernels = o.kernels;
+    opt.kernels = session::with_choices(o.kernels, choices);
     if (o.phase != "train" && o.phase != "test") throw std::runtime_error("--phase must be train or test");
     opt.phase = o.phase == "train" ? nn::Phase::Train : nn::Phase::Test;
     opt.batch = o.batch;

@@ -86,7 +86,9 @@ public:
     }
 
 private:
-    // The backend the user chose for this layer; `auto` measures them on this shape (cached).
+    // The backend the user chose for this layer: one, two ("onednn+own": the second for
+    // backward-data), or `auto`, which the session answers (session/conv_choices.h) or, when
+    // none is given, which measures them on this shape.
     void make_kernel() {
         kernels::ConvProblem p;
         p.num = num_;
@@ -95,23 +97,29 @@ private:
         p.groups = group_;
         const int threads = std::max(1, omp_get_max_threads());
         const std::string name = options_.conv_for(name_);
+        std::string first = name, second = name, why;
         if (name == "auto") {
-            const auto choice = kernels::choose_conv_backend(
-                p, threads, options_.auto_cache == "default" ? kernels::default_autotune_cache() : options_.auto_cache);
-            backend_ = std::string(kernels::conv_backend_name(choice.backend));
-            if (choice.data_backend != choice.backend) (backend_ += '+') += kernels::conv_backend_name(choice.data_backend);
-            backend_ += " (auto: " + choice.summary + ")";
-            kernel_ = kernels::make_conv_kernel(p, choice.backend, threads);
-            // A second kernel only when backward-data is faster elsewhere (its scratch is the cost).
-            if (choice.data_backend != choice.backend)
-                data_kernel_ = kernels::make_conv_kernel(p, choice.data_backend, threads);
-            return;
+            const kernels::AutoChoice choice = options_.choose_auto ? options_.choose_auto(name_, p, threads)
+                                                                    : kernels::measure_conv_backends(p, threads);
+            first = kernels::conv_backend_name(choice.backend);
+            second = kernels::conv_backend_name(choice.data_backend);
+            why = " (auto: " + choice.summary + ")";
+        } else if (const size_t plus = name.find('+'); plus != std::string::npos) {
+            first = name.substr(0, plus);
+            second = name.substr(plus + 1);
         }
+        backend_ = first == second ? first : first + "+" + second;
+        backend_ += why;
+        kernel_ = kernels::make_conv_kernel(p, backend_named(first), threads);
+        // A second kernel only when backward-data runs elsewhere (its scratch is the cost).
+        if (second != first) data_kernel_ = kernels::make_conv_kernel(p, backend_named(second), threads);
+    }
+
+    kernels::ConvBackend backend_named(const std::string& name) const {
         const auto be = kernels::conv_backend_from_name(name);
         if (!be || !kernels::conv_backend_available(*be))
             fail("convolution backend '" + name + "' is not available in this build");
-        backend_ = name;
-        kernel_ = kernels::make_conv_kernel(p, *be, threads);
+        return *be;
     }
 
     int num_output_ = 0, group_ = 1, num_ = 0;

@@ -1,0 +1,105 @@
+#include "session/conv_choices.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+namespace rudra::session {
+namespace {
+
+nlohmann::json read_cache(const std::string& path, std::string& problem) {
+    std::ifstream in(path);
+    if (!in) return nlohmann::json::object();
+    try {
+        nlohmann::json j = nlohmann::json::parse(in);
+        if (j.is_object()) return j;
+        problem = path + " is not a JSON object; replacing it";
+    } catch (const std::exception& e) {
+        problem = path + " is damaged (" + e.what() + "); replacing it";
+    }
+    return nlohmann::json::object();
+}
+
+// Writes through a temporary file and a rename: readers never see half a file.
+void write_cache(const std::string& path, const nlohmann::json& j) {
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+    const std::string tmp = path + ".tmp." + std::to_string(getpid());
+    {
+        std::ofstream out(tmp);
+        if (!out) return;  // a cache that cannot be written only costs a re-measurement
+        out << j.dump(1) << "\n";
+        if (!out) {
+            std::remove(tmp.c_str());
+            return;
+        }
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) std::remove(tmp.c_str());
+}
+
+}  // namespace
+
+std::string default_auto_cache() {
+    if (const char* d = std::getenv("RUDRA_CACHE_DIR"); d && *d) return std::string(d) + "/conv_auto.json";
+    if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/rudra/conv_auto.json";
+    if (const char* d = std::getenv("HOME"); d && *d) return std::string(d) + "/.cache/rudra/conv_auto.json";
+    return "";
+}
+
+ConvChoices::ConvChoices(const std::string& cache) : path_(cache == "default" ? default_auto_cache() : cache) {}
+
+kernels::AutoChoice ConvChoices::choose(const std::string& layer, const kernels::ConvProblem& p, int threads) {
+    using kernels::conv_backend_available;
+    using kernels::conv_backend_from_name;
+    using kernels::conv_backend_name;
+    const std::string key = kernels::auto_cache_key(p, threads);
+    std::string damage;
+    nlohmann::json cache = path_.empty() ? nlohmann::json::object() : read_cache(path_, damage);
+    if (cache.contains(key) && cache[key].is_object()) {
+        const nlohmann::json& e = cache[key];
+        if (e.contains("backend") && e["backend"].is_string() && e.contains("data_backend") &&
+            e["data_backend"].is_string()) {
+            auto be = conv_backend_from_name(e["backend"].get<std::string>());
+            auto dbe = conv_backend_from_name(e["data_backend"].get<std::string>());
+            if (be && dbe && conv_backend_available(*be) && conv_backend_available(*dbe))
+                return chosen_[layer] = {*be, *dbe, e.value("summary", std::string()) + " (cached)"};
+        }
+    }
+    kernels::AutoChoice choice = kernels::measure_conv_backends(p, threads);
+    if (!damage.empty()) choice.summary += "; " + damage;
+    if (!path_.empty()) {
+        // Read again: another process of the job (the statistics server, another role) may have
+        // added its shapes while this one measured.
+        std::string ignored;
+        cache = read_cache(path_, ignored);
+        cache[key] = {{"backend", conv_backend_name(choice.backend)},
+                      {"data_backend", conv_backend_name(choice.data_backend)},
+                      {"summary", choice.summary}};
+        write_cache(path_, cache);
+    }
+    return chosen_[layer] = choice;
+}
+
+nn::KernelOptions ConvChoices::resolved(const nn::KernelOptions& options) const {
+    nn::KernelOptions out = options;
+    out.choose_auto = nullptr;
+    for (const auto& [layer, c] : chosen_) {
+        out.conv += "," + layer + "=" + kernels::conv_backend_name(c.backend);
+        if (c.data_backend != c.backend) (out.conv += '+') += kernels::conv_backend_name(c.data_backend);
+    }
+    return out;
+}
+
+nn::KernelOptions with_choices(nn::KernelOptions options, ConvChoices& choices) {
+    options.choose_auto = [&choices](const std::string& layer, const kernels::ConvProblem& p, int threads) {
+        return choices.choose(layer, p, threads);
+    };
+    return options;
+}
+
+}  // namespace rudra::session
