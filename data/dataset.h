@@ -14,7 +14,8 @@ public:
 };
 
 struct Dataset {
-    std::string source;  // file(s) it came from, for messages
+    std::string source;        // file(s) it came from, for messages
+    std::string label_source;  // the file the labels came from (IDX keeps them apart)
     int channels = 0, height = 0, width = 0;
     int num_classes = 0;
     std::vector<uint8_t> pixels;

@@ -93,6 +93,7 @@ Dataset read_idx(const std::string& images_path, const std::string& labels_path)
                         std::to_string(lh.dims[0]) + " labels");
     Dataset d;
     d.source = images_path;
+    d.label_source = labels_path;
     d.channels = 1;
     d.height = static_cast<int>(ih.dims[1]);
     d.width = static_cast<int>(ih.dims[2]);
@@ -124,6 +125,7 @@ Dataset read_cifar10(const std::vector<std::string>& files) {
         d.source += (d.source.empty() ? "" : ",") + path;
     }
     d.num_classes = 10;
+    d.label_source = d.source;
     return d;
 }
 

@@ -11,6 +11,10 @@ UpdateRule::UpdateRule(const Protocol& protocol, nn::Solver& solver, nn::ParamSt
     : protocol_(protocol), solver_(solver), params_(params), config_(config), sum_(params.size()), stats_(learners) {
     clock_.reserve(protocol.gradients_per_update());
     samples_ = config_.start_samples;
+    if (protocol_.synchronous()) {
+        early_.resize(static_cast<size_t>(learners));
+        early_full_.assign(static_cast<size_t>(learners), 0);
+    }
 }
 
 bool UpdateRule::add_gradient(int learner, int64_t ts, const float* grad) {
@@ -20,6 +24,9 @@ bool UpdateRule::add_gradient(int learner, int64_t ts, const float* grad) {
     if (protocol_.synchronous() && ts != ts_)
         throw std::runtime_error("hardsync: gradient of timestamp " + std::to_string(ts) + " while the PS is at " +
                                  std::to_string(ts_));
+    if (protocol_.synchronous() && (learner < next_learner_ || early_full_.at(static_cast<size_t>(learner))))
+        throw std::runtime_error("hardsync: a second gradient of timestamp " + std::to_string(ts) + " from learner " +
+                                 std::to_string(learner));
     const int64_t sigma = ts_ - ts;
     stats_.record_gradient(learner, sigma);
     sigma_sum_ += static_cast<double>(sigma);
@@ -29,13 +36,23 @@ bool UpdateRule::add_gradient(int learner, int64_t ts, const float* grad) {
     samples_ += config_.batch;
 
     const float weight = config_.modulation == LrModulation::PerGradient ? 1.0f / std::max<int64_t>(sigma, 1) : 1.0f;
-    float* sum = sum_.data();
     const size_t n = params_.size();
-    if (clock_.size() == 1) {
-        for (size_t i = 0; i < n; ++i) sum[i] = weight * grad[i];
+    if (!protocol_.synchronous()) {
+        accumulate(grad, weight);
+    } else if (learner != next_learner_) {
+        // Ahead of its turn: kept until the learners before it have arrived.
+        if (early_[learner].size() != n) early_[learner] = kernels::AlignedBuffer(n);
+        std::copy(grad, grad + n, early_[learner].data());
+        early_full_[learner] = 1;
     } else {
-        for (size_t i = 0; i < n; ++i) sum[i] += weight * grad[i];
+        accumulate(grad, weight);  // hardsync's gradients are never stale: every weight is 1
+        for (++next_learner_; next_learner_ < static_cast<int>(early_.size()) && early_full_[next_learner_];
+             ++next_learner_) {
+            accumulate(early_[next_learner_].data(), weight);
+            early_full_[next_learner_] = 0;
+        }
     }
+    float* sum = sum_.data();
     const int c = protocol_.gradients_per_update();
     if (static_cast<int>(clock_.size()) < c) return false;
 
@@ -55,8 +72,21 @@ bool UpdateRule::add_gradient(int learner, int64_t ts, const float* grad) {
     stats_.record_update(clock_);
     clock_.clear();
     sigma_sum_ = 0.0;
+    next_learner_ = 0;
+    accumulated_ = 0;
     ++ts_;
     return true;
+}
+
+// sum = weight * grad for the first gradient of an update, sum += weight * grad after it.
+void UpdateRule::accumulate(const float* grad, float weight) {
+    float* sum = sum_.data();
+    const size_t n = params_.size();
+    if (accumulated_++ == 0) {
+        for (size_t i = 0; i < n; ++i) sum[i] = weight * grad[i];
+    } else {
+        for (size_t i = 0; i < n; ++i) sum[i] += weight * grad[i];
+    }
 }
 
 }  // namespace rudra::dist

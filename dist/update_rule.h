@@ -1,6 +1,11 @@
 // The PS's arithmetic, without communication: collects gradients, and when the protocol has
 // enough of them, averages them and applies one solver step with the modulated learning rate.
 // The timestamp counts updates. Staleness of a gradient = PS timestamp at arrival - its own.
+//
+// Hardsync sums the lambda gradients of a timestamp in learner order, whatever order they
+// arrive in (a gradient that arrives before its predecessors waits in a buffer of its own), so
+// that two runs with the same seed end with the same weights, bit for bit. Softsync and async
+// cannot be: which gradients make an update, and how stale they are, depends on timing.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -51,8 +56,16 @@ private:
     nn::Solver& solver_;
     nn::ParamStore& params_;
     UpdateRuleConfig config_;
+    void accumulate(const float* grad, float weight);
+
     kernels::AlignedBuffer sum_;
     std::vector<int64_t> clock_;  // timestamps of the pending gradients
+    // Hardsync: the next learner whose gradient joins the sum, and the gradients that arrived
+    // ahead of it (allocated on first use).
+    int next_learner_ = 0;
+    int accumulated_ = 0;  // gradients in sum_
+    std::vector<kernels::AlignedBuffer> early_;
+    std::vector<char> early_full_;
     StalenessStats stats_;
     int64_t ts_ = 0, samples_ = 0;
     double sigma_sum_ = 0.0, sigma_ema_ = 0.0;

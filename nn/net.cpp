@@ -1,5 +1,8 @@
 #include "nn/net.h"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <map>
 #include <stdexcept>
 
@@ -13,9 +16,32 @@ size_t round16(size_t n) { return (n + 15) / 16 * 16; }
 
 }  // namespace
 
+namespace {
+
+// The machine's memory in bytes (0 when unknown).
+double physical_memory() {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
+}
+
+std::string gib(double bytes) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / (1 << 30));
+    return buf;
+}
+
+}  // namespace
+
 int Net::add_blob(const std::string& name, const Shape& shape, const std::string& where) {
     for (const auto& b : blobs_)
         if (b.name == name) throw ConfigError(where + ": top blob '" + name + "' is produced twice");
+    // Values and gradients of every blob so far: refused before anything that size is allocated.
+    blob_floats_ += static_cast<double>(shape.count());
+    const double need = 2.0 * sizeof(float) * blob_floats_, have = physical_memory();
+    if (have > 0 && need > have)
+        throw ConfigError(where + ": the activations and their gradients up to blob '" + name + "' " + shape.str() +
+                          " need " + gib(need) + ", more than this machine's " + gib(have) +
+                          " of memory (lower the mini-batch)");
     blobs_.push_back(Blob{name, shape, nullptr, nullptr});
     blob_needs_backward_.push_back(false);
     return static_cast<int>(blobs_.size()) - 1;
@@ -37,9 +63,13 @@ Net::Net(const NetSpec& spec, const NetOptions& opt, ParamStore* shared) {
     std::vector<ParamEntry> entries;
     std::map<std::string, int> consumers;  // back-propagating consumers per blob, to refuse fan-out
     size_t scratch_total = 0;
+    std::map<std::string, int> name_lines;  // layer names of this phase and where they first appear
     for (const LayerSpec& ls : spec.layers) {
         if (!ls.applies_to(opt.phase)) continue;
         const std::string where = spec.file + ":" + std::to_string(ls.line) + ": layer '" + ls.name + "'";
+        if (const auto [it, fresh] = name_lines.emplace(ls.name, ls.line); !fresh)
+            throw ConfigError(where + ": the name is used again (first at line " + std::to_string(it->second) +
+                              "); layer names must be unique within a phase");
         if (ls.is_data() || ls.is_input()) {
             if (input_data_ >= 0) throw ConfigError(where + ": a second data/input layer in phase " + phase_name(opt.phase));
             if (ls.is_data()) {

@@ -65,6 +65,7 @@ private:
 
     std::vector<LayerEntry> layers_;
     std::vector<Blob> blobs_;
+    double blob_floats_ = 0;  // sum of the blobs' sizes, checked against the machine's memory
     std::vector<bool> blob_needs_backward_;
     std::unique_ptr<ParamStore> own_params_;
     ParamStore* params_ = nullptr;

@@ -23,6 +23,8 @@ private:
     const std::string& file_;
     size_t pos_ = 0;
     int line_ = 1, col_ = 1;
+    static constexpr int kMaxDepth = 100;
+    int depth_ = 0;
 
     [[noreturn]] void fail(const std::string& what) const { throw ConfigError(file_, line_, col_, what); }
 
@@ -83,9 +85,15 @@ private:
                 skip_space();
             }
             if (peek() == '{' || peek() == '<') {
+                // Recursion: a limit keeps a hostile file from overflowing the stack (Caffe's
+                // files nest four or five levels).
+                if (depth_ == kMaxDepth)
+                    fail("messages nested more than " + std::to_string(kMaxDepth) + " levels deep");
                 char close = get() == '{' ? '}' : '>';
                 f.kind = TextField::Kind::Message;
+                ++depth_;
                 f.message = parse_fields(close);
+                --depth_;
             } else {
                 if (!colon) fail("expected ':' or '{' after field '" + f.name + "'");
                 parse_scalar(f);

@@ -41,6 +41,21 @@ int fill_test_batch(nn::Net& net, const data::Dataset& d, const data::Transform&
     return real;
 }
 
+// Every label must be one of the net's classes (the width of the scores its loss layer reads):
+// the first that is not is named with its file and record, before any training.
+void check_labels(const data::Dataset& d, nn::Net& net, const std::string& net_file) {
+    const std::string scores = net.scores_blob();
+    if (scores.empty() || d.num_classes <= 0) return;
+    const int64_t classes = net.blob(scores).count() / net.batch();
+    if (d.num_classes <= classes) return;
+    for (int64_t i = 0; i < d.size(); ++i)
+        if (d.labels[i] >= classes)
+            throw data::DataError(d.label_source + ": record " + std::to_string(i) + " has label " +
+                                  std::to_string(d.labels[i]) + ", but the net (" + net_file + ") has " +
+                                  std::to_string(classes) + " classes (" + scores + " is " +
+                                  net.blob(scores).shape.str() + ")");
+}
+
 }  // namespace
 
 TrainingSession::TrainingSession(const SessionSpec& spec, const data::TrainTest& sets, SessionParts parts)
@@ -63,6 +78,7 @@ TrainingSession::TrainingSession(const SessionSpec& spec, const data::TrainTest&
         if (train_net_->input_data().count() / train_net_->batch() !=
             static_cast<int64_t>(sets.train.channels) * train_tf_.out_h(sets.train) * train_tf_.out_w(sets.train))
             throw std::runtime_error("data set and net input shapes differ");
+        check_labels(sets.train, *train_net_, net_file);
     }
     if (parts.test_net) {
         const int batch = spec.test_batch > 0 ? spec.test_batch
@@ -71,6 +87,7 @@ TrainingSession::TrainingSession(const SessionSpec& spec, const data::TrainTest&
                                               : spec.batch;
         test_net_ = std::make_unique<nn::Net>(spec.net, net_options(spec, choices_, nn::Phase::Test, batch, sets.test),
                                               train_net_ ? &train_net_->params() : nullptr);
+        check_labels(sets.test, *test_net_, net_file);
     }
     if (!train_net_ && !test_net_) throw std::logic_error("TrainingSession: neither a TRAIN nor a TEST net");
     if (parts.solver) solver_ = std::make_unique<nn::Solver>(spec.solver, params());

@@ -74,7 +74,20 @@ expect_error "truncated data file" "cut/train-images-idx3-ubyte: truncated" "$ru
 head -c 1000 "$snap" >"$work/bad.rudra"
 expect_error "truncated snapshot" "corrupt snapshot" "$rudra" train "$solver" --data "$data" --resume "$work/bad.rudra" -o "$work/badrun"
 [ ! -e "$work/badrun/metrics.jsonl" ] && pass || fail "a refused resume writes no metrics file"
-expect_error "wrong option value" "--batch" "$rudra" train "$solver" --batch -3
+expect_error "wrong option value" "--batch: must be a positive integer, got '-3'" "$rudra" train "$solver" --batch -3
+expect_error "not a number" "--batch: must be a positive integer, got 'abc'" "$rudra" train "$solver" --batch abc
+expect_error "no threads" "--threads: must be a positive integer, got '0'" "$rudra" train "$solver" --threads 0
+"$rudra" train "$solver" --batch abc >/dev/null 2>&1; [ $? -eq 1 ] && pass || fail "a command-line error exits with 1"
+expect_error "a mini-batch beyond memory" "GiB of memory (lower the mini-batch)" "$rudra" train "$solver" \
+  --data "$data" --batch 100000000
+# A label the net has no class for: named with its file and record before training.
+mkdir -p "$work/badlabel"
+cp "$data"/t10k-* "$data/train-images-idx3-ubyte" "$work/badlabel/"
+perl -e 'open(my $f, "<", $ARGV[0]) or die; binmode $f; local $/; my $b = <$f>;
+  substr($b, 8 + 5, 1) = chr(12); open(my $o, ">", $ARGV[1]) or die; binmode $o; print $o $b' \
+  "$data/train-labels-idx1-ubyte" "$work/badlabel/train-labels-idx1-ubyte"
+expect_error "label out of range" "train-labels-idx1-ubyte: record 5 has label 12, but the net" "$rudra" train "$solver" \
+  --data "$work/badlabel" -o "$work/badlabel-run"
 expect_error "unknown option" "--bogus" "$rudra" train "$solver" --bogus
 expect_error "Data net needs a shape" "--input-shape" "$rudra" time "$src/models/cifar10_full/cifar10_full_train_test.prototxt"
 expect_error "snapshot of another net" "do not match" "$rudra" test "$src/test/models/lenet_train_test.prototxt" "$snap" --data "$data"

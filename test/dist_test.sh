@@ -26,6 +26,10 @@ run() {  # run NAME RANKS ARGS... : a distributed run that must succeed within 1
 }
 
 run hardsync 5 --protocol hardsync
+# Hardsync is deterministic: the same run again ends with the same weights, bit for bit.
+run hardsync_again 5 --protocol hardsync
+cmp -s "$work/hardsync/final.rudra" "$work/hardsync_again/final.rudra" && pass ||
+  fail "hardsync: two runs with the same seed end with different weights"
 grep -q '"max":0,' "$work/hardsync/staleness.json" && pass || fail "hardsync: staleness always 0"
 acc=$(sed -n 's/.*test_accuracy \([0-9.]*\).*/\1/p' "$work/hardsync.test")
 perl -e "exit !($acc > 0.3)" && pass || fail "hardsync learns (test accuracy $acc)"
@@ -75,5 +79,10 @@ expect_error too_few "needs at least 3 ranks" 2 --data "$data" --protocol async
 expect_error bad_data "data directory does not exist" 4 --protocol async --data "$work/nowhere"
 expect_error warm_done "has trained 2 epochs already" 4 --data "$data" --protocol async --epochs 2 \
   --warm-start "$work/hardsync/final.rudra"
+# Errors every rank meets are reported once, not once per rank.
+RUDRA_ISA=sse9 expect_error bad_isa "RUDRA_ISA=sse9: not an instruction-set level" 4 --data "$data" --protocol async
+[ "$(grep -c 'RUDRA_ISA=sse9' "$work/bad_isa.log")" = 1 ] && pass || fail "bad_isa: reported once"
+expect_error bad_batch "--batch: must be a positive integer, got 'abc'" 4 --data "$data" --protocol async --batch abc
+[ "$(grep -c 'must be a positive integer' "$work/bad_batch.log")" = 1 ] && pass || fail "bad_batch: reported once"
 
 finish

@@ -65,6 +65,29 @@ TEST_CASE("aggregation counts: hardsync lambda, n-softsync floor(lambda/n), asyn
     CHECK_THROWS_WITH(rule.add_gradient(1, 2, g), doctest::Contains("ahead of the PS"));
 }
 
+TEST_CASE("hardsync sums a timestamp's gradients in learner order, whatever order they arrive in") {
+    // 1e8 + 1 - 1e8 is 0 in floats when summed left to right, 1 when the 1 comes last: an
+    // arrival-order sum would give either.
+    const float g[3][1] = {{1e8f}, {1.0f}, {-1e8f}};
+    const int orders[][3] = {{0, 1, 2}, {2, 0, 1}, {1, 2, 0}, {2, 1, 0}};
+    std::vector<float> results;
+    for (const auto& order : orders) {
+        nn::ParamStore p = vector_store(1);
+        nn::Solver solver(plain_sgd(1.0), p);
+        UpdateRule rule(Protocol::hardsync(3), solver, p, 3, {});
+        for (int k = 0; k < 3; ++k) CHECK(rule.add_gradient(order[k], 0, g[order[k]]) == (k == 2));
+        results.push_back(p.values()[0]);
+    }
+    for (float r : results) CHECK(r == results[0]);
+    CHECK(results[0] == doctest::Approx(0.0f));  // (1e8 + 1 - 1e8) / 3, summed in learner order
+
+    nn::ParamStore p = vector_store(1);
+    nn::Solver solver(plain_sgd(1.0), p);
+    UpdateRule rule(Protocol::hardsync(3), solver, p, 3, {});
+    rule.add_gradient(2, 0, g[2]);
+    CHECK_THROWS_WITH(rule.add_gradient(2, 0, g[2]), doctest::Contains("a second gradient of timestamp 0 from learner 2"));
+}
+
 TEST_CASE("timestamps and staleness: sigma = PS timestamp - gradient timestamp, per learner and overall") {
     nn::ParamStore p = vector_store(2);
     nn::Solver solver(plain_sgd(0.0), p);

@@ -170,6 +170,15 @@ TEST_CASE("bad net files name the file, the line and the problem") {
          "cannot run in place"},
         {"Data without batch size", "layer { name: 'd' type: 'Data' top: 'data' data_param { source: 'x' } }",
          "missing 'batch_size'"},
+        {"nesting too deep", [] {
+             std::string deep;
+             for (int i = 0; i < 50000; ++i) deep += "a { ";
+             return deep;
+         }(),
+         "bad.prototxt:1:403: messages nested more than 100 levels deep"},
+        {"duplicate layer name", kData + "layer { name: 'r' type: 'ReLU' bottom: 'data' top: 'a' }\n"
+                                         "layer { name: 'r' type: 'ReLU' bottom: 'a' top: 'b' }",
+         "bad.prototxt:3: layer 'r': the name is used again (first at line 2)"},
     };
     for (const Case& c : cases) {
         CAPTURE(std::string(c.what));

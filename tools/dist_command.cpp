@@ -19,6 +19,7 @@
 #include "dist/parameter_server.h"
 #include "dist/stats_server.h"
 #include "dist/update_rule.h"
+#include "kernels/sgemm/sgemm.h"
 #include "nn/snapshot.h"
 #include "session/metrics_log.h"
 #include "session/training_session.h"
@@ -197,6 +198,7 @@ int run_dist(const DistOptions& o, int* argc, char*** argv) {
     dist::MpiTransport transport(wait);
     const int rank = transport.rank();
     try {
+        kernels::selected_micro_kernel();  // a bad RUDRA_ISA or RUDRA_SGEMM_BLOCKS, before any work
         if (transport.size() < 3)
             throw std::runtime_error(
                 "rudra dist needs at least 3 ranks (parameter server, statistics server, a learner); got " +

@@ -2,15 +2,20 @@
 #include <omp.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <new>
 
 #include <CLI/CLI.hpp>
 
 #include "kernels/isa.h"
 #include "kernels/sgemm/sgemm.h"
+#include "tools/cli_checks.h"
 #include "tools/commands.h"
 
 namespace {
+
+namespace checks = rudra::tools::checks;
 
 void add_data_options(CLI::App* cmd, rudra::tools::DataOptions& d) {
     cmd->add_option("--data", d.dir, "data set directory (IDX or CIFAR-10 binary files)")->capture_default_str();
@@ -18,9 +23,9 @@ void add_data_options(CLI::App* cmd, rudra::tools::DataOptions& d) {
         ->check(CLI::IsMember({"auto", "idx", "cifar10"}))
         ->capture_default_str();
     cmd->add_option("--train-limit", d.train_limit, "use only the first N training images (0: all)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(checks::kNonNegativeInteger);
     cmd->add_option("--test-limit", d.test_limit, "use only the first N test images (0: all)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(checks::kNonNegativeInteger);
 }
 
 void add_kernel_options(CLI::App* cmd, rudra::nn::KernelOptions& k) {
@@ -32,6 +37,13 @@ void add_kernel_options(CLI::App* cmd, rudra::nn::KernelOptions& k) {
                     "cache file of --conv-backend auto ('default': $RUDRA_CACHE_DIR, $XDG_CACHE_HOME/rudra or "
                     "~/.cache/rudra; '': do not cache)")
         ->capture_default_str();
+}
+
+// This process's rank when a launcher started it (MPICH's hydra, PMIx, Open MPI, Slurm), else 0.
+int rank_in_job() {
+    for (const char* name : {"PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"})
+        if (const char* v = std::getenv(name); v && *v) return std::atoi(v);
+    return 0;
 }
 
 }  // namespace
@@ -50,7 +62,7 @@ int main(int argc, char** argv) {
     // (tools/run-main.sh --epochs 2).
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     int threads = 0;
-    app.add_option("-t,--threads", threads, "OpenMP threads (0: all cores)")->check(CLI::NonNegativeNumber);
+    app.add_option("-t,--threads", threads, "OpenMP threads (default: all cores)")->check(checks::kPositiveInteger);
 
     rudra::tools::TrainOptions train;
     auto* t = app.add_subcommand("train", "train a net from a Caffe solver file");
@@ -61,13 +73,13 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"on", "auto", "off"}))
         ->capture_default_str();
     t->add_option("--epochs", train.epochs, "epochs to train (overrides the solver's max_iter)")
-        ->check(CLI::PositiveNumber);
+        ->check(checks::kPositiveNumber);
     t->add_option("--batch", train.batch, "mini-batch size (overrides the Data layer's batch_size)")
-        ->check(CLI::PositiveNumber);
-    t->add_option("--seed", train.seed, "random seed for initialisation and sampling")->check(CLI::NonNegativeNumber);
+        ->check(checks::kPositiveInteger);
+    t->add_option("--seed", train.seed, "random seed for initialisation and sampling")->check(checks::kNonNegativeInteger);
     t->add_option("-o,--output", train.output, "directory for metrics.jsonl and snapshots")->capture_default_str();
     t->add_option("--resume", train.resume, "continue from this snapshot")->check(CLI::ExistingFile);
-    t->add_option("-t,--threads", threads, "OpenMP threads (0: all cores)")->check(CLI::NonNegativeNumber);
+    t->add_option("-t,--threads", threads, "OpenMP threads (default: all cores)")->check(checks::kPositiveInteger);
 
     rudra::tools::TestOptions test;
     auto* e = app.add_subcommand("test", "evaluate a snapshot on the test set");
@@ -75,25 +87,25 @@ int main(int argc, char** argv) {
     e->add_option("snapshot", test.snapshot, "snapshot file written by rudra train")->required()->check(CLI::ExistingFile);
     add_data_options(e, test.data);
     add_kernel_options(e, test.kernels);
-    e->add_option("--batch", test.batch, "mini-batch size for evaluation")->check(CLI::PositiveNumber);
-    e->add_option("-t,--threads", threads, "OpenMP threads (0: all cores)")->check(CLI::NonNegativeNumber);
+    e->add_option("--batch", test.batch, "mini-batch size for evaluation")->check(checks::kPositiveInteger);
+    e->add_option("-t,--threads", threads, "OpenMP threads (default: all cores)")->check(checks::kPositiveInteger);
 
     rudra::tools::TimeOptions time;
     auto* m = app.add_subcommand("time", "time forward and backward per layer");
     m->add_option("model", time.model, "solver or net prototxt")->required()->check(CLI::ExistingFile);
     add_kernel_options(m, time.kernels);
-    m->add_option("--batch", time.batch, "mini-batch size (default: the file's)")->check(CLI::PositiveNumber);
-    m->add_option("--iterations", time.iterations, "timed iterations")->check(CLI::PositiveNumber)->capture_default_str();
+    m->add_option("--batch", time.batch, "mini-batch size (default: the file's)")->check(checks::kPositiveInteger);
+    m->add_option("--iterations", time.iterations, "timed iterations")->check(checks::kPositiveInteger)->capture_default_str();
     m->add_option("--input-shape", time.input_shape, "sample shape C,H,W for nets with a Data layer");
     m->add_option("--phase", time.phase, "net phase")->check(CLI::IsMember({"train", "test"}))->capture_default_str();
     m->add_option("--json", time.json, "also write the timings as a JSON line to this file");
-    m->add_option("-t,--threads", threads, "OpenMP threads (0: all cores)")->check(CLI::NonNegativeNumber);
+    m->add_option("-t,--threads", threads, "OpenMP threads (default: all cores)")->check(checks::kPositiveInteger);
 
     rudra::tools::InfoOptions info;
     auto* i = app.add_subcommand("info", "topology, CPU features and ISA gate, each operation's implementations, backends and the thread placement plan");
-    i->add_option("--ranks", info.ranks, "ranks on one node to plan for")->check(CLI::PositiveNumber)->capture_default_str();
+    i->add_option("--ranks", info.ranks, "ranks on one node to plan for")->check(checks::kPositiveInteger)->capture_default_str();
     i->add_option("--threads-per-rank", info.threads, "threads of each rank (default: the OpenMP setting)")
-        ->check(CLI::PositiveNumber);
+        ->check(checks::kPositiveInteger);
     i->add_option("--topology", info.topology, "plan on an hwloc synthetic topology, e.g. \"pack:2 numa:2 core:11 pu:4\"");
 
     rudra::tools::BenchOptions bench;
@@ -106,14 +118,14 @@ int main(int argc, char** argv) {
         ->check(CLI::ExistingFile);
     b->add_option("--mb", bench.minibatches, "mini-batch sweep for convolutions, e.g. 1,4,16,64,128,256")
         ->delimiter(',')
-        ->check(CLI::PositiveNumber);
+        ->check(checks::kPositiveInteger);
     b->add_option("--backends", bench.backends, "comma-separated: own, blis, onednn, openblas (GEMM), reference (pooling and LRN: own only)")
         ->delimiter(',')
         ->check(CLI::IsMember({"own", "blis", "onednn", "openblas", "reference"}))
         ->capture_default_str();
     b->add_option("--threads", bench.threads, "comma-separated thread counts (default: the OpenMP setting)")
         ->delimiter(',')
-        ->check(CLI::PositiveNumber);
+        ->check(checks::kPositiveInteger);
     b->add_option("--passes", bench.passes, "passes, comma-separated: fwd, bwd_data, bwd_weights (convolution and inner product)")
         ->delimiter(',')
         ->check(CLI::IsMember({"fwd", "bwd_data", "bwd_weights"}))
@@ -121,7 +133,7 @@ int main(int argc, char** argv) {
     b->add_option("--format", bench.format, "output format")->check(CLI::IsMember({"table", "csv", "jsonl"}))->capture_default_str();
     b->add_option("-o,--output", bench.output, "write the csv/jsonl rows to this file (a table still goes to stdout)");
     b->add_option("--min-time", bench.min_time, "seconds of timing per problem and backend")
-        ->check(CLI::PositiveNumber)
+        ->check(checks::kPositiveNumber)
         ->capture_default_str();
 
 #ifdef RUDRA_HAVE_MPI
@@ -140,11 +152,11 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"hardsync", "softsync", "async"}))
         ->capture_default_str();
     d->add_option("--n", dist.n, "n of n-softsync: an update averages floor(learners / n) gradients")
-        ->check(CLI::PositiveNumber)
+        ->check(checks::kPositiveInteger)
         ->capture_default_str();
-    d->add_option("--batch", dist.batch, "mini-batch per learner (mu; default: the Data layer's)")->check(CLI::PositiveNumber);
+    d->add_option("--batch", dist.batch, "mini-batch per learner (mu; default: the Data layer's)")->check(checks::kPositiveInteger);
     d->add_option("--epochs", dist.epochs, "epochs (gradients covering the training set once)")
-        ->check(CLI::PositiveNumber)
+        ->check(checks::kPositiveInteger)
         ->capture_default_str();
     d->add_option("--mode", dist.mode, "base: wait for each pull; overlap: compute while pulling")
         ->check(CLI::IsMember({"base", "overlap"}))
@@ -155,28 +167,43 @@ int main(int argc, char** argv) {
     d->add_flag("--momentum-compensation", dist.momentum_compensation,
                 "lower the solver's momentum m to 1-(1-m)(1+<sigma>) for stale gradients (asynchrony acts as momentum)");
     d->add_option("--reference-batch", dist.reference_batch, "B of hardsync's alpha0*sqrt(lambda*mu/B) and of the lr schedule")
-        ->check(CLI::PositiveNumber);
-    d->add_option("--base-lr", dist.base_lr, "alpha0 (overrides the solver's base_lr)")->check(CLI::PositiveNumber);
+        ->check(checks::kPositiveInteger);
+    d->add_option("--base-lr", dist.base_lr, "alpha0 (overrides the solver's base_lr)")->check(checks::kPositiveNumber);
     d->add_option("--momentum", dist.momentum, "the PS's momentum (overrides the solver's; stale gradients add their own)")
-        ->check(CLI::Range(0.0, 0.999999));
+        ->check(checks::number_in(0.0, 1.0, false, true, "in [0, 1)"));
     d->add_option("--warm-start", dist.warm_start, "go on from this snapshot: its weights, momentum, schedule position and epochs (--epochs counts the total)")->check(CLI::ExistingFile);
-    d->add_option("--seed", dist.seed, "random seed")->check(CLI::NonNegativeNumber);
-    d->add_option("--threads-per-rank", dist.threads, "OpenMP threads of each rank")->check(CLI::PositiveNumber)->capture_default_str();
+    d->add_option("--seed", dist.seed, "random seed")->check(checks::kNonNegativeInteger);
+    d->add_option("--threads-per-rank", dist.threads, "OpenMP threads of each rank")->check(checks::kPositiveInteger)->capture_default_str();
     d->add_option("--wait-spin", dist.wait_spin, "MPI tests before sleeping while waiting (default 50)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(checks::kNonNegativeInteger);
     d->add_option("--wait-sleep-us", dist.wait_sleep_us,
                   "sleep between MPI tests; 0 spins (default: 2000 when the node's ranks x threads exceed its cores, else 20)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(checks::kNonNegativeInteger);
     d->add_option("-o,--output", dist.output, "directory for metrics.jsonl, staleness.json and final.rudra")->capture_default_str();
 #endif
 
-    CLI11_PARSE(app, argc, argv);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() == 0) return app.exit(e);  // --help
+        // Under mpiexec every rank parses the same command line: the first one says what is wrong.
+        if (rank_in_job() == 0) {
+            std::fprintf(stderr, "rudra: error: %s\n", e.what());
+            if (dynamic_cast<const CLI::RequiredError*>(&e) || dynamic_cast<const CLI::ExtrasError*>(&e))
+                std::fprintf(stderr, "run with --help for the options\n");
+        }
+        return 1;
+    }
     if (threads > 0) omp_set_num_threads(threads);
     try {
         for (const auto* k : {&train.kernels, &test.kernels, &time.kernels}) k->validate();
         // The ISA gate and the micro-kernel first: a bad RUDRA_ISA or RUDRA_SGEMM_BLOCKS is
-        // reported before any work.
-        rudra::kernels::selected_micro_kernel();
+        // reported before any work (by `dist` once MPI runs, so that one rank reports it).
+        bool dist_command = false;
+#ifdef RUDRA_HAVE_MPI
+        dist_command = d->parsed();
+#endif
+        if (!dist_command) rudra::kernels::selected_micro_kernel();
 #ifdef RUDRA_HAVE_MPI
         dist.kernels.validate();
 #endif
@@ -188,6 +215,10 @@ int main(int argc, char** argv) {
 #ifdef RUDRA_HAVE_MPI
         if (*d) return rudra::tools::run_dist(dist, &argc, &argv);
 #endif
+    } catch (const std::bad_alloc&) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "rudra: error: out of memory (lower --batch, or the data set's size with --train-limit)\n");
+        return 1;
     } catch (const std::exception& ex) {
         std::fflush(stdout);
         std::fprintf(stderr, "rudra: error: %s\n", ex.what());
