@@ -23,6 +23,8 @@ struct Impl {
 struct ImplChoice {
     std::string name;  // the implementation that runs
     std::string why;   // "first choice", or why each one before it was passed over
+    // "avx512_narrow", or "portable (avx512_narrow: needs avx512, ...)" when others were passed over.
+    std::string describe() const { return why == "first choice" ? name : name + " (" + why + ")"; }
 };
 
 // "a, b: why; c: why": names passed over for the same reason share it.

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <stdexcept>
+#include <utility>
 
 #if defined(__powerpc64__)
 #include <sys/auxv.h>
@@ -106,21 +107,23 @@ bool cpu_has(const CpuFeatures& f, Isa isa) {
     return false;
 }
 
+namespace {
+
+// Every gated feature and its name, for listings and for comparing two sets of features.
+constexpr std::pair<bool CpuFeatures::*, const char*> kFeatures[] = {
+    {&CpuFeatures::avx2, "avx2"},         {&CpuFeatures::fma, "fma"},           {&CpuFeatures::avx512f, "avx512f"},
+    {&CpuFeatures::avx512dq, "avx512dq"}, {&CpuFeatures::avx512bw, "avx512bw"}, {&CpuFeatures::avx512vl, "avx512vl"},
+    {&CpuFeatures::vsx, "vsx"},           {&CpuFeatures::mma, "mma"}};
+
+}  // namespace
+
 std::string describe_features(const CpuFeatures& f) {
     std::string s;
-    auto add = [&](bool on, const char* name) {
-        if (!on) return;
+    for (const auto& [has, name] : kFeatures) {
+        if (!(f.*has)) continue;
         if (!s.empty()) s += ' ';
         s += name;
-    };
-    add(f.avx2, "avx2");
-    add(f.fma, "fma");
-    add(f.avx512f, "avx512f");
-    add(f.avx512dq, "avx512dq");
-    add(f.avx512bw, "avx512bw");
-    add(f.avx512vl, "avx512vl");
-    add(f.vsx, "vsx");
-    add(f.mma, "mma");
+    }
     return s;
 }
 
@@ -199,13 +202,7 @@ CpuFeatures compiled_for() {
 std::string missing_from(const CpuFeatures& cpu) {
     const CpuFeatures need = compiled_for();
     CpuFeatures lack;
-    lack.avx2 = need.avx2 && !cpu.avx2;
-    lack.fma = need.fma && !cpu.fma;
-    lack.avx512f = need.avx512f && !cpu.avx512f;
-    lack.avx512dq = need.avx512dq && !cpu.avx512dq;
-    lack.avx512bw = need.avx512bw && !cpu.avx512bw;
-    lack.avx512vl = need.avx512vl && !cpu.avx512vl;
-    lack.mma = need.mma && !cpu.mma;
+    for (const auto& [has, name] : kFeatures) lack.*has = need.*has && !(cpu.*has);
     return describe_features(lack);
 }
 

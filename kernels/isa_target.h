@@ -8,6 +8,7 @@
 // its inline and template functions (std::vector's, std::min's) with AVX-512 instructions, and
 // the linker may keep that copy for the whole program.
 #pragma once
+#include <type_traits>
 #include <utility>
 
 #include "kernels/isa.h"
@@ -56,5 +57,19 @@ struct Compiled<Isa::Avx512, Body> {
     }
 };
 #endif
+
+// f(std::integral_constant<Isa, level>{}) for a level this build compiles portable code for
+// (Compiled above); a value-initialised result for any other.
+template <class F>
+auto for_portable_level(Isa level, F&& f) -> decltype(f(std::integral_constant<Isa, Isa::Reference>{})) {
+    switch (level) {
+        case Isa::Reference: return f(std::integral_constant<Isa, Isa::Reference>{});
+#if defined(__x86_64__)
+        case Isa::Avx2: return f(std::integral_constant<Isa, Isa::Avx2>{});
+        case Isa::Avx512: return f(std::integral_constant<Isa, Isa::Avx512>{});
+#endif
+        default: return {};
+    }
+}
 
 }  // namespace rudra::kernels

@@ -188,14 +188,7 @@ const LrnKernel::Passes kPortable{portable_forward<L>, portable_backward<L>, tru
 
 // The portable passes compiled for `level`, or nullptr where this build has no such level.
 const LrnKernel::Passes* portable(Isa level) {
-    switch (level) {
-        case Isa::Reference: return &kPortable<Isa::Reference>;
-#if defined(__x86_64__)
-        case Isa::Avx2: return &kPortable<Isa::Avx2>;
-        case Isa::Avx512: return &kPortable<Isa::Avx512>;
-#endif
-        default: return nullptr;
-    }
+    return for_portable_level(level, [](auto l) { return &kPortable<decltype(l)::value>; });
 }
 
 struct List {
@@ -223,9 +216,7 @@ void LrnKernel::backward(const float* x, const float* y, const float* dy, float*
     passes_->backward(x, y, dy, g_, num_, dx, scratch);
 }
 
-std::string LrnKernel::describe() const {
-    return choice_.why == "first choice" ? choice_.name : choice_.name + " (" + choice_.why + ")";
-}
+std::string LrnKernel::describe() const { return choice_.describe(); }
 
 std::string LrnKernel::implementations(const IsaGate& gate) {
     return describe_impls(list().entries, gate);

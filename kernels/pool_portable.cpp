@@ -197,14 +197,7 @@ Kind kind() {
 }  // namespace
 
 Kind portable(Isa level) {
-    switch (level) {
-        case Isa::Reference: return kind<Isa::Reference>();
-#if defined(__x86_64__)
-        case Isa::Avx2: return kind<Isa::Avx2>();
-        case Isa::Avx512: return kind<Isa::Avx512>();
-#endif
-        default: return Kind{};
-    }
+    return for_portable_level(level, [](auto l) { return kind<decltype(l)::value>(); });
 }
 
 }  // namespace rudra::kernels::pool

@@ -77,11 +77,7 @@ void PoolKernel::backward(const float* dy, const int32_t* argmax, long planes, f
 }
 
 std::string PoolKernel::describe() const {
-    std::string s = "fwd " + forward_choice_.name;
-    if (forward_choice_.why != "first choice") s += " (" + forward_choice_.why + ")";
-    s += ", bwd " + backward_choice_.name;
-    if (backward_choice_.why != "first choice") s += " (" + backward_choice_.why + ")";
-    return s;
+    return "fwd " + forward_choice_.describe() + ", bwd " + backward_choice_.describe();
 }
 
 std::string PoolKernel::implementations(PoolMethod method, const IsaGate& gate) {

@@ -52,26 +52,29 @@ template <Isa L>
 const ReluKernel::Passes kPasses{forward<L>, backward<L>};
 
 const ReluKernel::Passes* compiled_for(Isa level) {
-    switch (level) {
-        case Isa::Reference: return &kPasses<Isa::Reference>;
-#if defined(__x86_64__)
-        case Isa::Avx2: return &kPasses<Isa::Avx2>;
-        case Isa::Avx512: return &kPasses<Isa::Avx512>;
-#endif
-        default: return nullptr;
-    }
+    return for_portable_level(level, [](auto l) { return &kPasses<decltype(l)::value>; });
 }
 
 struct AnyShape {};
 
+struct List {
+    Impl<AnyShape, const ReluKernel::Passes*> entries[3];
+};
+
+const List& list() {
+    static const List l{{{"portable_avx512", Isa::Avx512, compiled_for(Isa::Avx512)},
+                         {"portable_avx2", Isa::Avx2, compiled_for(Isa::Avx2)},
+                         {"portable", Isa::Reference, compiled_for(Isa::Reference)}}};
+    return l;
+}
+
 }  // namespace
 
 ReluKernel::ReluKernel(float slope, const IsaGate& gate) : slope_(slope) {
-    static const Impl<AnyShape, const Passes*> list[] = {{"portable_avx512", Isa::Avx512, compiled_for(Isa::Avx512)},
-                                                         {"portable_avx2", Isa::Avx2, compiled_for(Isa::Avx2)},
-                                                         {"portable", Isa::Reference, compiled_for(Isa::Reference)}};
-    passes_ = choose_impl(list, AnyShape{}, gate, choice_);
+    passes_ = choose_impl(list().entries, AnyShape{}, gate, choice_);
 }
+
+std::string ReluKernel::implementations(const IsaGate& gate) { return describe_impls(list().entries, gate); }
 
 void ReluKernel::forward(const float* x, float* y, long n) const { passes_->forward(x, y, n, slope_); }
 
@@ -79,8 +82,6 @@ void ReluKernel::backward(const float* sign, const float* dy, float* dx, long n)
     passes_->backward(sign, dy, dx, n, slope_);
 }
 
-std::string ReluKernel::describe() const {
-    return choice_.why == "first choice" ? choice_.name : choice_.name + " (" + choice_.why + ")";
-}
+std::string ReluKernel::describe() const { return choice_.describe(); }
 
 }  // namespace rudra::kernels

@@ -21,6 +21,8 @@ public:
 
     const ImplChoice& impl() const { return choice_; }
     std::string describe() const;
+    // The implementations the gate allows, in order, and why the others are not (for listings).
+    static std::string implementations(const IsaGate& gate);
 
     struct Passes {
         void (*forward)(const float* x, float* y, long n, float slope);

@@ -9,6 +9,7 @@
 #endif
 
 namespace rudra::kernels {
+namespace {
 
 void transpose_portable(const float* src, int rows, int cols, int64_t ld_src, float* dst, int64_t ld_dst) {
     // 16 x 16 tiles: the 16 source rows and 16 destination rows of a tile stay in L1.
@@ -22,7 +23,6 @@ void transpose_portable(const float* src, int rows, int cols, int64_t ld_src, fl
 }
 
 #if defined(__x86_64__)
-namespace {
 
 // GCC 12's headers build these shuffles from _mm512_undefined_ps(), which -Wuninitialized
 // reports inside an AVX-512 target function; the values are never read.
@@ -126,10 +126,7 @@ void transpose_avx2(const float* src, int rows, int cols, int64_t ld_src, float*
         for (int c = r < rows8 ? cols8 : 0; c < cols; ++c) dst[c * ld_dst + r] = src[r * ld_src + c];
 }
 
-}  // namespace
 #endif
-
-namespace {
 
 struct AnyShape {};
 #if defined(__x86_64__)

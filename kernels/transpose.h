@@ -17,7 +17,5 @@ TransposeFn choose_transpose(const IsaGate& gate, ImplChoice* choice = nullptr);
 std::string transpose_impls(const IsaGate& gate);
 // With the process's choice (choose_transpose(isa_gate()), made once).
 void transpose(const float* src, int rows, int cols, int64_t ld_src, float* dst, int64_t ld_dst);
-// The portable one (tests compare the others with it).
-void transpose_portable(const float* src, int rows, int cols, int64_t ld_src, float* dst, int64_t ld_dst);
 
 }  // namespace rudra::kernels

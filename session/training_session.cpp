@@ -64,7 +64,7 @@ TrainingSession::TrainingSession(const SessionSpec& spec, const data::TrainTest&
     notes_.insert(notes_.end(), spec.net.notes.begin(), spec.net.notes.end());
     const nn::LayerSpec* train_layer = spec.net.data_layer(nn::Phase::Train);
     const nn::LayerSpec* test_layer = spec.net.data_layer(nn::Phase::Test);
-    const std::string& net_file = spec.solver.net.empty() ? spec.net.file : spec.solver.net;
+    const std::string& net_file = spec.net.file;
     std::vector<float> mean;  // computed once for both transforms
     if (train_layer) train_tf_ = make_transform(train_layer->transform, sets.train, mean, notes_);
     test_tf_ = test_layer ? make_transform(test_layer->transform, sets.train, mean, notes_) : train_tf_;
@@ -185,9 +185,8 @@ nn::Snapshot TrainingSession::snapshot(uint64_t iteration, uint64_t samples_seen
 
 void TrainingSession::restore(const nn::Snapshot& s, const std::string& source, History history) {
     nn::ParamStore& p = params();
-    const std::string& net_file = spec_.solver.net.empty() ? spec_.net.file : spec_.solver.net;
     if (s.layout_hash != p.layout_hash() || s.params.size() != p.size())
-        throw std::runtime_error(source + ": the snapshot's parameters do not match net " + net_file);
+        throw std::runtime_error(source + ": the snapshot's parameters do not match net " + spec_.net.file);
     const bool matching = solver_ && s.history.size() == solver_->history_size() &&
                           s.solver_type == static_cast<uint32_t>(spec_.solver.type);
     if (history == History::Required && !matching)

@@ -131,7 +131,8 @@ expect_error "bad batch file line" "b.txt:2:" bash -c "printf 'm4n4k4\nm4n4q4\n'
 expect "info" "$rudra" info --ranks 4 --threads-per-rank 11 --topology "pack:2 numa:2 core:11 pu:4"
 grep -q "rank 3: NUMA 3" "$work/out" && grep -q "sgemm micro-kernel: " "$work/out" && pass || fail "info shows kernels and the plan"
 grep -q "^ISA gate: " "$work/out" && grep -q "^  max pooling: forward" "$work/out" && grep -q "^  LRN: " "$work/out" &&
-  grep -q "^  transpose: " "$work/out" && pass || fail "info lists the gate and every gated operation"
+  grep -q "^  transpose: " "$work/out" && grep -q "^  ReLU: " "$work/out" && pass ||
+  fail "info lists the gate and every gated operation"
 
 # One setting caps every operation: at the reference level nothing ISA-specific may run.
 RUDRA_ISA=reference RUDRA_VERBOSE=1 expect "info capped at reference" "$rudra" info

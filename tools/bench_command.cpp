@@ -15,6 +15,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <stdexcept>
 
 #include "kernels/aligned_buffer.h"
@@ -270,12 +271,10 @@ int run_bench(const BenchOptions& o) {
                 }
             }
             time_candidates(cs, o.min_time);
-            std::string said;  // each backend's implementations once per problem
+            std::set<std::string> said;  // each backend's implementations once per problem
             for (const Candidate& cd : cs)
-                if (!cd.impl.empty() && said.find("|" + cd.backend + "|") == std::string::npos) {
-                    said += "|" + cd.backend + "|";
+                if (!cd.impl.empty() && said.insert(cd.backend).second)
                     report.note(p.text + " " + cd.backend + ": " + cd.impl);
-                }
             for (const Candidate& cd : cs) {
                 const double gflops = p.flops() / cd.best * 1e-9;
                 report.add({{"problem", p.text}, {"name", p.name}, {"kind", kind_name(p.kind)},

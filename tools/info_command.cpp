@@ -10,6 +10,7 @@
 #include "kernels/isa.h"
 #include "kernels/lrn.h"
 #include "kernels/pooling.h"
+#include "kernels/relu.h"
 #include "kernels/transpose.h"
 #include "placement/placement.h"
 #include "kernels/sgemm/sgemm.h"
@@ -38,12 +39,13 @@ void print_operations(const kernels::IsaGate& gate) {
     std::printf("  average pooling: %s\n",
                 kernels::PoolKernel::implementations(kernels::PoolMethod::Average, gate).c_str());
     std::printf("  LRN: %s\n", kernels::LrnKernel::implementations(gate).c_str());
+    std::printf("  ReLU: %s\n", kernels::ReluKernel::implementations(gate).c_str());
 #ifdef RUDRA_HAVE_DNNL
-    std::printf("  oneDNN: its own dispatch%s\n",
-                gate.capped() ? (std::string(", capped at ") + (gate.top() == kernels::Isa::Avx2 ? "avx2" : "sse41") +
-                                 " to follow the gate")
-                                    .c_str()
-                              : "");
+    if (gate.capped())
+        std::printf("  oneDNN: its own dispatch, capped at %s to follow the gate\n",
+                    gate.top() == kernels::Isa::Avx2 ? "avx2" : "sse41");
+    else
+        std::printf("  oneDNN: its own dispatch\n");
 #endif
 }
 
