@@ -4,7 +4,7 @@
 
 namespace rudra::dist {
 
-void InProcessTransport::send(int dest, int tag, const void* data, size_t bytes) {
+bool InProcessTransport::send_while(int dest, int tag, const void* data, size_t bytes, const KeepWaiting&) {
     InProcessHub::Message m{rank_, tag, std::vector<char>(bytes)};
     if (bytes) std::memcpy(m.bytes.data(), data, bytes);
     {
@@ -12,21 +12,24 @@ void InProcessTransport::send(int dest, int tag, const void* data, size_t bytes)
         hub_.queues_.at(dest).push_back(std::move(m));
     }
     hub_.cv_.notify_all();
+    return true;  // buffered: always complete
 }
 
-void InProcessTransport::barrier() {
+bool InProcessTransport::barrier_while(const KeepWaiting&) {
     std::unique_lock<std::mutex> lock(hub_.mu_);
     const long gen = hub_.generation_;
     if (++hub_.arrived_ == hub_.size()) {
         hub_.arrived_ = 0;
         ++hub_.generation_;
         hub_.cv_.notify_all();
-        return;
+        return true;
     }
     hub_.cv_.wait(lock, [&] { return hub_.generation_ != gen; });
+    return true;
 }
 
-Envelope InProcessTransport::recv(int source, int tag, std::vector<char>& buf) {
+std::optional<Envelope> InProcessTransport::recv_while(int source, int tag, std::vector<char>& buf,
+                                                      const KeepWaiting& keep_waiting, const std::function<bool(int)>&) {
     std::unique_lock<std::mutex> lock(hub_.mu_);
     auto& q = hub_.queues_.at(rank_);
     for (;;) {
@@ -37,7 +40,12 @@ Envelope InProcessTransport::recv(int source, int tag, std::vector<char>& buf) {
             q.erase(it);
             return e;
         }
-        hub_.cv_.wait(lock);
+        if (!keep_waiting) {
+            hub_.cv_.wait(lock);
+        } else {
+            if (!keep_waiting()) return std::nullopt;
+            hub_.cv_.wait_for(lock, std::chrono::milliseconds(10));  // asks keep_waiting again
+        }
     }
 }
 

@@ -33,9 +33,10 @@ public:
     InProcessTransport(InProcessHub& hub, int rank) : hub_(hub), rank_(rank) {}
     int rank() const override { return rank_; }
     int size() const override { return hub_.size(); }
-    void send(int dest, int tag, const void* data, size_t bytes) override;
-    Envelope recv(int source, int tag, std::vector<char>& buf) override;
-    void barrier() override;
+    bool send_while(int dest, int tag, const void* data, size_t bytes, const KeepWaiting& keep_waiting) override;
+    std::optional<Envelope> recv_while(int source, int tag, std::vector<char>& buf, const KeepWaiting& keep_waiting,
+                                       const std::function<bool(int)>& sender_alive = {}) override;
+    bool barrier_while(const KeepWaiting& keep_waiting) override;
 
 private:
     InProcessHub& hub_;

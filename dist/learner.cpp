@@ -96,7 +96,7 @@ private:
 
 // pushGradient: sends each gradient the compute loop hands over, one in flight at a time, and
 // every `report_every` gradients the loss and timing totals to the statistics server. When no
-// more gradients come: Bye to the PS (nothing more from this learner) and a last report.
+// more gradients come: a last report, then Bye to the PS (nothing more from this learner).
 class PushWorker {
 public:
     PushWorker(Transport& t, PsClient& ps, Sync& sync, const LearnerConfig& cfg, LearnerSummary& summary)
@@ -151,13 +151,15 @@ private:
                 }
                 if (report) t_.send(cfg_.stats_rank, kLearnerReport, &r, sizeof r);
             }
-            ps_.bye();
+            // The last report before the goodbye: once the PS has the goodbye, the statistics
+            // server has all this learner will send.
             LearnerReport last;
             {
                 std::lock_guard<std::mutex> lock(sync_.mu);
                 last = take_report(true);
             }
             t_.send(cfg_.stats_rank, kLearnerReport, &last, sizeof last);
+            ps_.bye();
         } catch (...) {
             sync_.fail(std::current_exception());
             std::lock_guard<std::mutex> lock(sync_.mu);

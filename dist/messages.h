@@ -10,13 +10,18 @@ namespace rudra::dist {
 
 enum Tag : int {
     kWeightsRequest = 1,  // learner -> PS: my timestamp, and the oldest timestamp I accept
-    kWeightsReply = 2,    // PS -> learner: the current timestamp, with the weights if newer
-    kStop = 3,            // PS -> learner: training is over
+    kWeightsReply = 2,    // PS -> learner: the current timestamp, with the weights if newer, or stop
     kGradient = 4,        // learner -> PS: gradient and the timestamp it was computed from
     kBye = 5,             // learner -> PS: my last message
     kLearnerReport = 6,   // learner -> statistics server: loss and timing totals
     kEpochWeights = 7,    // PS -> statistics server: the weights at an epoch boundary
     kKernelChoices = 8,   // first learner -> the other learners: the `auto` backends it chose (text)
+    kHeartbeat = 9,       // any rank -> its peers, every second, empty (dist/heartbeat.h)
+    kLearnerLost = 10,    // PS -> statistics server: a learner stopped answering
+    kEpochLogged = 11,    // statistics server -> PS: an epoch's line is in the metrics file
+    kRunEnd = 12,         // PS -> statistics server: the run stops before its last epoch
+    kStatsDone = 13,      // statistics server -> PS: its last line is written
+    kHeartbeatCount = 14, // any rank -> the others, at the end: heartbeats it sent to each
 };
 
 struct WeightsRequest {
@@ -27,6 +32,7 @@ struct WeightsRequest {
 struct WeightsReply {
     int64_t ts;
     int64_t has_weights;
+    int64_t stop;  // 1: training is over, nothing else follows
 };
 
 struct GradientHeader {
@@ -51,7 +57,25 @@ struct EpochWeightsHeader {
     double staleness_mean;   // over the gradients of this epoch
     int64_t staleness_max;
     int64_t final;           // 1 for the last epoch
+    int64_t replay;          // 1: sent again by a resumed run (logged only if the metrics lack it)
 };
+
+struct LearnerLost {
+    int64_t rank;
+    double elapsed_s;     // since the run started
+    double silent_s;      // how long it had been silent
+    int64_t live;         // learners still training
+    int64_t stops_run;    // 1: the protocol cannot go on without it (hardsync)
+};
+
+struct RunEnd {
+    int64_t reason;       // RunEndReason
+    int64_t epoch;        // epochs completed
+    int64_t ts;
+    double elapsed_s;
+};
+
+enum RunEndReason : int64_t { kEndSignal = 1, kEndLearnerLost = 2 };
 
 // Header + optional float payload packed into one buffer (reused between sends).
 template <class H>

@@ -18,9 +18,12 @@ MpiSession::MpiSession(int* argc, char*** argv) {
         throw std::runtime_error("the MPI library does not provide MPI_THREAD_MULTIPLE (got level " +
                                  std::to_string(provided) + ")");
     }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 }
 
-MpiSession::~MpiSession() { MPI_Finalize(); }
+MpiSession::~MpiSession() {
+    if (finalize_) MPI_Finalize();
+}
 
 void MpiSession::abort_all(int code) {
     MPI_Abort(MPI_COMM_WORLD, code);
@@ -28,6 +31,16 @@ void MpiSession::abort_all(int code) {
 }
 
 namespace {
+
+// Throws PeerError naming the call, the peer and MPI's message.
+void check(int rc, const char* call, int peer) {
+    if (rc == MPI_SUCCESS) return;
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, text, &len);
+    throw PeerError(peer, std::string(call) + (peer >= 0 ? " with rank " + std::to_string(peer) : std::string()) +
+                              " failed: " + std::string(text, static_cast<size_t>(len)));
+}
 
 // {ranks sharing this rank's node, this rank's index among them}
 std::pair<int, int> node_size_and_rank() {
@@ -50,48 +63,67 @@ MpiTransport::MpiTransport(WaitPolicy policy) : policy_(policy) {
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
 }
 
-void MpiTransport::send(int dest, int tag, const void* data, size_t bytes) {
+bool MpiTransport::send_while(int dest, int tag, const void* data, size_t bytes, const KeepWaiting& keep_waiting) {
     if (bytes > static_cast<size_t>(INT_MAX)) throw std::runtime_error("message larger than 2 GiB");
     MPI_Request req;
-    MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, dest, tag, MPI_COMM_WORLD, &req);
-    policy_.wait([&] {
-        int done = 0;
-        MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-        return done != 0;
-    });
+    check(MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, dest, tag, MPI_COMM_WORLD, &req), "MPI_Isend", dest);
+    return policy_.wait(
+        [&] {
+            int done = 0;
+            check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test", dest);
+            return done != 0;
+        },
+        keep_waiting);
 }
 
-void MpiTransport::barrier() {
+bool MpiTransport::barrier_while(const KeepWaiting& keep_waiting) {
     MPI_Request req;
-    MPI_Ibarrier(MPI_COMM_WORLD, &req);
-    policy_.wait([&] {
-        int done = 0;
-        MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-        return done != 0;
-    });
+    check(MPI_Ibarrier(MPI_COMM_WORLD, &req), "MPI_Ibarrier", kAnySource);
+    return policy_.wait(
+        [&] {
+            int done = 0;
+            check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test", kAnySource);
+            return done != 0;
+        },
+        keep_waiting);
 }
 
-Envelope MpiTransport::recv(int source, int tag, std::vector<char>& buf) {
+std::optional<Envelope> MpiTransport::recv_while(int source, int tag, std::vector<char>& buf,
+                                                 const KeepWaiting& keep_waiting,
+                                                 const std::function<bool(int)>& sender_alive) {
     MPI_Message msg;
     MPI_Status status;
     const int src = source == kAnySource ? MPI_ANY_SOURCE : source;
     const int tg = tag == kAnyTag ? MPI_ANY_TAG : tag;
-    policy_.wait([&] {
-        int found = 0;
-        MPI_Improbe(src, tg, MPI_COMM_WORLD, &found, &msg, &status);
-        return found != 0;
-    });
+    const bool found_one = policy_.wait(
+        [&] {
+            int found = 0;
+            check(MPI_Improbe(src, tg, MPI_COMM_WORLD, &found, &msg, &status), "MPI_Improbe", source);
+            return found != 0;
+        },
+        keep_waiting);
+    if (!found_one) return std::nullopt;
     int count = 0;
     MPI_Get_count(&status, MPI_BYTE, &count);
     buf.resize(static_cast<size_t>(count));
     MPI_Request req;
-    MPI_Imrecv(buf.data(), count, MPI_BYTE, &msg, &req);
-    policy_.wait([&] {
-        int done = 0;
-        MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-        return done != 0;
-    });
-    return {status.MPI_SOURCE, status.MPI_TAG, static_cast<size_t>(count)};
+    check(MPI_Imrecv(buf.data(), count, MPI_BYTE, &msg, &req), "MPI_Imrecv", status.MPI_SOURCE);
+    const int from = status.MPI_SOURCE;
+    const bool complete = policy_.wait(
+        [&] {
+            int done = 0;
+            check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test", from);
+            return done != 0;
+        },
+        [&] { return !sender_alive || sender_alive(from); });
+    if (!complete) {
+        std::lock_guard<std::mutex> lock(abandoned_mu_);
+        abandoned_.push_back(std::move(buf));
+        buf = std::vector<char>();
+        throw PeerError(from, "a message of " + std::to_string(count) + " bytes from rank " + std::to_string(from) +
+                                  " stopped arriving");
+    }
+    return Envelope{status.MPI_SOURCE, status.MPI_TAG, static_cast<size_t>(count)};
 }
 
 }  // namespace rudra::dist

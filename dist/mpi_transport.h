@@ -2,24 +2,36 @@
 // matched probes (MPI_Improbe / MPI_Mrecv) so that threads of one rank never steal each other's
 // messages.
 #pragma once
+#include <mutex>
+#include <vector>
+
 #include "dist/transport.h"
 #include "dist/wait_policy.h"
 
 namespace rudra::dist {
 
-// Owns MPI_Init_thread / MPI_Finalize. Throws if MPI_THREAD_MULTIPLE is not provided.
+// Owns MPI_Init_thread / MPI_Finalize. Throws if MPI_THREAD_MULTIPLE is not provided. Errors
+// of MPI calls are returned (and thrown by MpiTransport) instead of aborting the job.
 class MpiSession {
 public:
     MpiSession(int* argc, char*** argv);
+    // MPI_Finalize, unless a rank was lost: MPICH's finalize then waits for it forever.
     ~MpiSession();
+    void peer_lost() { finalize_ = false; }
     MpiSession(const MpiSession&) = delete;
     MpiSession& operator=(const MpiSession&) = delete;
     // Ends every rank at once (used on errors, so that no rank waits forever).
     [[noreturn]] static void abort_all(int code);
+    // Ends every rank of the job and returns `code` from mpiexec: the one way to end a job in
+    // which a rank is stopped (SIGSTOP) rather than dead, since mpiexec waits for every process.
+    [[noreturn]] static void end_job(int code) { abort_all(code); }
     // How many ranks of this job share this rank's node.
     static int ranks_on_this_node();
     // This rank's index among them (0-based).
     static int rank_on_this_node();
+
+private:
+    bool finalize_ = true;
 };
 
 class MpiTransport final : public Transport {
@@ -27,13 +39,16 @@ public:
     explicit MpiTransport(WaitPolicy policy);
     int rank() const override { return rank_; }
     int size() const override { return size_; }
-    void send(int dest, int tag, const void* data, size_t bytes) override;
-    Envelope recv(int source, int tag, std::vector<char>& buf) override;
-    void barrier() override;
+    bool send_while(int dest, int tag, const void* data, size_t bytes, const KeepWaiting& keep_waiting) override;
+    std::optional<Envelope> recv_while(int source, int tag, std::vector<char>& buf, const KeepWaiting& keep_waiting,
+                                       const std::function<bool(int)>& sender_alive = {}) override;
+    bool barrier_while(const KeepWaiting& keep_waiting) override;
 
 private:
     WaitPolicy policy_;
     int rank_ = 0, size_ = 1;
+    std::mutex abandoned_mu_;
+    std::vector<std::vector<char>> abandoned_;  // buffers of receives whose senders stopped
 };
 
 }  // namespace rudra::dist

@@ -2,115 +2,306 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
 #include "dist/messages.h"
 
 namespace rudra::dist {
+namespace {
 
-ParameterServer::ParameterServer(Transport& transport, UpdateRule& rule, nn::ParamStore& params, PsConfig config)
-    : t_(transport), rule_(rule), params_(params), config_(std::move(config)) {
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+std::string seconds_text(double s) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f s", s);
+    return buf;
+}
+
+}  // namespace
+
+ParameterServer::ParameterServer(Transport& transport, UpdateRule& rule, nn::ParamStore& params, PsConfig config,
+                                 PsHooks hooks)
+    : t_(transport), rule_(rule), params_(params), config_(std::move(config)), hooks_(std::move(hooks)) {
+    if (!hooks_.heartbeat) throw std::logic_error("ParameterServer needs a Heartbeat");
+    for (int r : config_.learner_ranks) learners_.push_back(Learner{r});
     in_.reserve(sizeof(GradientHeader) + params_.size() * sizeof(float));
     out_.reserve(sizeof(EpochWeightsHeader) + params_.size() * sizeof(float));
 }
 
-int ParameterServer::learner_index(int rank) const {
-    auto it = std::find(config_.learner_ranks.begin(), config_.learner_ranks.end(), rank);
-    if (it == config_.learner_ranks.end()) throw std::runtime_error("PS: message from rank " + std::to_string(rank) + ", which is not a learner");
-    return static_cast<int>(it - config_.learner_ranks.begin());
+double ParameterServer::elapsed() const { return config_.elapsed_offset_s + now_s() - started_; }
+
+int ParameterServer::live_learners() const {
+    return static_cast<int>(std::count_if(learners_.begin(), learners_.end(), [](const Learner& l) { return !l.lost; }));
+}
+
+// Sends out_; gives up once `rank` has been silent for the timeout (the buffer then stays with
+// the posted send, and out_ starts afresh).
+bool ParameterServer::send_to(int rank, int tag, const std::vector<char>& bytes) {
+    Heartbeat& hb = *hooks_.heartbeat;
+    const double timeout = config_.peer_timeout_s;
+    try {
+        if (t_.send_while(rank, tag, bytes.data(), bytes.size(), [&] { return hb.silent_s(rank) <= timeout; }))
+            return true;
+    } catch (const PeerError& e) {
+        if (hooks_.log) hooks_.log(std::string("PS: ") + e.what());
+    }
+    if (&bytes == &out_) {
+        abandoned_.push_back(std::move(out_));
+        out_ = std::vector<char>();
+    }
+    return false;
 }
 
 void ParameterServer::reply(int rank, int64_t have_ts) {
     const int64_t ts = rule_.timestamp();
     const bool newer = ts > have_ts;
-    pack(out_, WeightsReply{ts, newer ? 1 : 0}, newer ? params_.values() : nullptr, newer ? params_.size() : 0);
-    t_.send(rank, kWeightsReply, out_.data(), out_.size());
+    pack(out_, WeightsReply{ts, newer ? 1 : 0, 0}, newer ? params_.values() : nullptr, newer ? params_.size() : 0);
+    if (!send_to(rank, kWeightsReply, out_)) check_peers();
 }
 
-void ParameterServer::send_epoch_weights(int64_t epoch, bool final, double elapsed_s) {
+void ParameterServer::reply_stop(int rank) {
+    pack(out_, WeightsReply{rule_.timestamp(), 0, 1});
+    send_to(rank, kWeightsReply, out_);
+}
+
+void ParameterServer::send_epoch_weights(int64_t epoch, bool final, bool replay) {
     EpochWeightsHeader h{};
     h.epoch = epoch;
     h.ts = rule_.timestamp();
     h.samples = rule_.samples();
-    h.elapsed_s = elapsed_s;
-    rule_.staleness().take_epoch(h.staleness_mean, h.staleness_max);
+    h.elapsed_s = elapsed();
+    if (!replay) rule_.staleness().take_epoch(h.staleness_mean, h.staleness_max);
     h.final = final ? 1 : 0;
+    h.replay = replay ? 1 : 0;
+    if (stats_lost_) return;
     pack(out_, h, params_.values(), params_.size());
-    t_.send(config_.stats_rank, kEpochWeights, out_.data(), out_.size());
+    if (!send_to(config_.stats_rank, kEpochWeights, out_)) check_peers();
+}
+
+void ParameterServer::checkpoint(const std::string& reason) {
+    if (hooks_.checkpoint) hooks_.checkpoint(reason);
+    checkpoint_ts_ = rule_.timestamp();
+    checkpoint_at_s_ = now_s();
+}
+
+// Periodic checkpoints wait until the statistics server has logged the last epoch, so that a
+// resumed run never lacks an epoch line that came before its checkpoint.
+void ParameterServer::maybe_checkpoint() {
+    if (stopping_ || logged_epoch_ < epoch_) return;
+    const bool by_updates =
+        config_.checkpoint_every_updates > 0 && rule_.timestamp() - checkpoint_ts_ >= config_.checkpoint_every_updates;
+    const bool by_time = config_.checkpoint_every_s > 0 && now_s() - checkpoint_at_s_ >= config_.checkpoint_every_s;
+    if (by_updates || by_time) checkpoint("periodic");
+}
+
+void ParameterServer::answer_deferred() {
+    for (Learner& l : learners_) {
+        if (!l.deferred || l.lost) continue;
+        if (stopping_) {
+            l.deferred = false;
+            reply_stop(l.rank);
+        } else if (rule_.timestamp() >= l.request.min_ts) {
+            l.deferred = false;
+            reply(l.rank, l.request.have_ts);
+        }
+    }
+}
+
+void ParameterServer::stop_run(PsResult::End end, const std::string& why) {
+    if (stopping_) return;
+    stopping_ = true;
+    result_.end = end;
+    result_.why = why;
+    if (logged_epoch_ >= epoch_) {
+        checkpoint(end == PsResult::End::Stopped ? "signal" : "learner lost");
+    } else if (hooks_.log) {
+        hooks_.log("PS: no new checkpoint: the statistics server has not logged epoch " + std::to_string(epoch_) +
+                   " yet, so the checkpoint of that epoch's end stays the newest");
+    }
+    if (!stats_lost_) {
+        pack(out_, RunEnd{end == PsResult::End::Stopped ? kEndSignal : kEndLearnerLost, epoch_, rule_.timestamp(),
+                          elapsed()});
+        send_to(config_.stats_rank, kRunEnd, out_);
+    }
+    answer_deferred();
+}
+
+void ParameterServer::lose_learner(int index, double silent_s) {
+    Learner& l = learners_[static_cast<size_t>(index)];
+    l.lost = true;
+    l.deferred = false;
+    hooks_.heartbeat->stop_notifying(l.rank);
+    result_.lost_ranks.push_back(l.rank);
+    const int live = live_learners();
+    const bool fatal = rule_.protocol().synchronous() && !stopping_;
+    if (hooks_.log)
+        hooks_.log("PS: learner rank " + std::to_string(l.rank) + " lost after " + seconds_text(elapsed()) +
+                   ": silent for " + seconds_text(silent_s) + " (dead, stopped or cut off); " +
+                   (fatal ? std::string("hardsync cannot go on without it") : std::to_string(live) + " learners go on"));
+    if (!stats_lost_) {
+        pack(out_, LearnerLost{l.rank, elapsed(), silent_s, live, fatal ? 1 : 0});
+        send_to(config_.stats_rank, kLearnerLost, out_);
+    }
+    if (fatal) {
+        stop_run(PsResult::End::LearnerLost, "learner rank " + std::to_string(l.rank) +
+                                                 " stopped answering, and hardsync needs every learner");
+    } else if (!rule_.protocol().synchronous() && live > 0) {
+        rule_.set_live_learners(live);
+    }
+}
+
+void ParameterServer::check_peers() {
+    Heartbeat& hb = *hooks_.heartbeat;
+    for (size_t i = 0; i < learners_.size(); ++i) {
+        const Learner& l = learners_[i];
+        if (l.lost || l.bye) continue;
+        const double silent = hb.silent_s(l.rank);
+        if (silent > config_.peer_timeout_s) lose_learner(static_cast<int>(i), silent);
+    }
+    if (!stats_lost_ && !result_.stats_done && hb.silent_s(config_.stats_rank) > config_.peer_timeout_s) {
+        stats_lost_ = true;
+        hb.stop_notifying(config_.stats_rank);
+        result_.lost_ranks.push_back(config_.stats_rank);
+        if (hooks_.log)
+            hooks_.log("PS: the statistics server (rank " + std::to_string(config_.stats_rank) +
+                       ") stopped answering; training goes on without test passes or metrics lines");
+    }
+}
+
+void ParameterServer::after_update() {
+    if (rule_.samples() >= (epoch_ + 1) * config_.samples_per_epoch) {
+        ++epoch_;
+        const bool final = epoch_ >= config_.epochs;
+        checkpoint("epoch");
+        if (final) {
+            stopping_ = true;
+            if (hooks_.finished) hooks_.finished();
+        }
+        send_epoch_weights(epoch_, final, false);
+    }
+    answer_deferred();
+    maybe_checkpoint();
+}
+
+void ParameterServer::handle_learner(const Envelope& e, int index) {
+    Learner& l = learners_[static_cast<size_t>(index)];
+    if (l.lost) {  // back from a stop, or late: it is out of this run
+        if (e.tag == kWeightsRequest) reply_stop(l.rank);
+        if (e.tag == kGradient) ++result_.dropped_gradients;
+        return;
+    }
+    switch (e.tag) {
+        case kWeightsRequest: {
+            const auto req = unpack_header<WeightsRequest>(in_);
+            if (stopping_) {
+                reply_stop(e.source);
+            } else if (rule_.timestamp() >= req.min_ts) {
+                reply(e.source, req.have_ts);
+            } else {
+                l.deferred = true;
+                l.request = req;
+            }
+            break;
+        }
+        case kGradient: {
+            if (stopping_) {
+                ++result_.dropped_gradients;
+                break;
+            }
+            const auto h = unpack_header<GradientHeader>(in_);
+            if (in_.size() != sizeof(GradientHeader) + params_.size() * sizeof(float))
+                throw std::runtime_error("PS: gradient of " + std::to_string(in_.size()) + " bytes from rank " +
+                                         std::to_string(e.source) + " does not match the model");
+            const float* grad = reinterpret_cast<const float*>(in_.data() + sizeof(GradientHeader));
+            if (rule_.add_gradient(index, h.ts, grad)) after_update();
+            break;
+        }
+        case kBye:
+            l.bye = true;
+            hooks_.heartbeat->stop_notifying(l.rank);
+            break;
+        default:
+            throw std::runtime_error("PS: unexpected message tag " + std::to_string(e.tag) + " from rank " +
+                                     std::to_string(e.source));
+    }
+}
+
+void ParameterServer::handle_stats(const Envelope& e) {
+    if (e.tag == kEpochLogged) {
+        logged_epoch_ = std::max(logged_epoch_, unpack_header<int64_t>(in_));
+        maybe_checkpoint();
+    } else if (e.tag == kStatsDone) {
+        result_.stats_done = true;
+        hooks_.heartbeat->stop_notifying(config_.stats_rank);
+    } else {
+        throw std::runtime_error("PS: unexpected message tag " + std::to_string(e.tag) + " from the statistics server");
+    }
 }
 
 PsResult ParameterServer::run() {
-    using Clock = std::chrono::steady_clock;
-    const auto start = Clock::now();
-    auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
-    const int learners = static_cast<int>(config_.learner_ranks.size());
-    std::vector<std::pair<int, WeightsRequest>> deferred;  // hardsync requests waiting for min_ts
-    deferred.reserve(learners);
-    std::vector<char> stopped(learners, 0);
-    bool stopping = false;
-    int byes = 0;
-    int64_t epoch = rule_.samples() / config_.samples_per_epoch;  // after a warm start, the epochs done
-    PsResult result;
-    while (byes < learners) {
-        Envelope e = t_.recv(kAnySource, kAnyTag, in_);
-        const int learner = learner_index(e.source);
-        switch (e.tag) {
-            case kWeightsRequest: {
-                const auto req = unpack_header<WeightsRequest>(in_);
-                if (stopping) {
-                    t_.send(e.source, kStop, nullptr, 0);
-                    stopped[learner] = 1;
-                } else if (rule_.timestamp() >= req.min_ts) {
-                    reply(e.source, req.have_ts);
-                } else {
-                    deferred.emplace_back(e.source, req);
-                }
-                break;
+    started_ = now_s();
+    checkpoint_at_s_ = started_;
+    checkpoint_ts_ = rule_.timestamp();
+    epoch_ = rule_.samples() / config_.samples_per_epoch;  // after a warm start or resume, the epochs done
+    logged_epoch_ = epoch_;
+    if (config_.replay_epoch && epoch_ > 0) {
+        logged_epoch_ = epoch_ - 1;
+        send_epoch_weights(epoch_, false, true);
+    }
+    Heartbeat& hb = *hooks_.heartbeat;
+    double next_check = 0.0;
+    for (;;) {
+        const bool learners_done =
+            std::all_of(learners_.begin(), learners_.end(), [](const Learner& l) { return l.bye || l.lost; });
+        if (learners_done) {
+            if (!stopping_) stop_run(PsResult::End::LearnerLost, "every learner stopped answering");
+            if (result_.stats_done || stats_lost_) break;
+        }
+        std::optional<Envelope> e;
+        try {
+            e = t_.recv_while(kAnySource, kAnyTag, in_,
+                              until(std::chrono::steady_clock::now() + std::chrono::milliseconds(200)),
+                              [&](int rank) { return hb.silent_s(rank) <= config_.peer_timeout_s; });
+        } catch (const PeerError& error) {
+            // A message from a rank that died while sending it: the rank's silence will tell.
+            if (hooks_.log) hooks_.log(std::string("PS: ") + error.what());
+        }
+        if (e) try {
+            if (e->tag == kHeartbeat) {
+                hb.beat_received(e->source);
+            } else if (e->source == config_.stats_rank) {
+                hb.heard(e->source);
+                handle_stats(*e);
+            } else {
+                auto it = std::find_if(learners_.begin(), learners_.end(),
+                                       [&](const Learner& l) { return l.rank == e->source; });
+                if (it == learners_.end())
+                    throw std::runtime_error("PS: message from rank " + std::to_string(e->source) +
+                                             ", which is not a learner");
+                hb.heard(e->source);
+                handle_learner(*e, static_cast<int>(it - learners_.begin()));
             }
-            case kGradient: {
-                if (stopping) {
-                    ++result.dropped_gradients;
-                    break;
-                }
-                const auto h = unpack_header<GradientHeader>(in_);
-                if (in_.size() != sizeof(GradientHeader) + params_.size() * sizeof(float))
-                    throw std::runtime_error("PS: gradient of " + std::to_string(in_.size()) + " bytes from rank " +
-                                             std::to_string(e.source) + " does not match the model");
-                const float* grad = reinterpret_cast<const float*>(in_.data() + sizeof(GradientHeader));
-                if (!rule_.add_gradient(learner, h.ts, grad)) break;
-                // An update: epoch boundary, then the requests that waited for this timestamp.
-                if (rule_.samples() >= (epoch + 1) * config_.samples_per_epoch) {
-                    ++epoch;
-                    stopping = epoch >= config_.epochs;
-                    send_epoch_weights(epoch, stopping, elapsed());
-                }
-                for (size_t i = 0; i < deferred.size();) {
-                    if (stopping) {
-                        t_.send(deferred[i].first, kStop, nullptr, 0);
-                        stopped[learner_index(deferred[i].first)] = 1;
-                    } else if (rule_.timestamp() >= deferred[i].second.min_ts) {
-                        reply(deferred[i].first, deferred[i].second.have_ts);
-                    } else {
-                        ++i;
-                        continue;
-                    }
-                    deferred.erase(deferred.begin() + static_cast<long>(i));
-                }
-                break;
-            }
-            case kBye:
-                ++byes;
-                break;
-            default:
-                throw std::runtime_error("PS: unexpected message tag " + std::to_string(e.tag) + " from rank " +
-                                         std::to_string(e.source));
+        } catch (const PeerError&) {
+            throw;
+        } catch (const std::exception& error) {
+            throw std::runtime_error("PS: message (tag " + std::to_string(e->tag) + ", " + std::to_string(e->bytes) +
+                                     " bytes) from rank " + std::to_string(e->source) + ": " + error.what());
+        }
+        if (now_s() >= next_check) {
+            next_check = now_s() + 0.2;
+            check_peers();
+            if (!stopping_ && hooks_.stop_requested && hooks_.stop_requested())
+                stop_run(PsResult::End::Stopped, "stopped by a signal");
+            if (hooks_.checkpoint_requested && hooks_.checkpoint_requested() && !stopping_) checkpoint("request");
+            maybe_checkpoint();
         }
     }
-    result.updates = rule_.timestamp();
-    result.samples = rule_.samples();
-    result.elapsed_s = elapsed();
-    return result;
+    result_.updates = rule_.timestamp();
+    result_.samples = rule_.samples();
+    result_.elapsed_s = elapsed();
+    return result_;
 }
 
 }  // namespace rudra::dist

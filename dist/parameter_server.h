@@ -2,10 +2,20 @@
 // next timestamp), feeds gradients to the UpdateRule, sends the weights to the statistics server
 // at every epoch boundary, and after the last epoch stops every learner and waits for their
 // last messages, so that all ranks end cleanly.
+//
+// Faults: a learner silent for longer than the timeout (dead, stopped, cut off) is lost. The
+// asynchronous protocols go on without it (n-softsync averaging floor(live / n) gradients);
+// hardsync cannot, and ends the run at once with a checkpoint of its last update. The PS never
+// waits for a lost learner: the final snapshot and statistics are written as soon as the last
+// epoch ends, and shutdown waits only for learners that are still alive.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
+#include "dist/heartbeat.h"
+#include "dist/messages.h"
 #include "dist/transport.h"
 #include "dist/update_rule.h"
 
@@ -16,28 +26,85 @@ struct PsConfig {
     int stats_rank = 1;
     int64_t samples_per_epoch = 0;  // an epoch: gradients covering the training set once
     int epochs = 1;
+    double peer_timeout_s = 15.0;   // silence after which a learner or the statistics server is lost
+    // Periodic checkpoints (0: none), besides those at every epoch boundary and on request.
+    int64_t checkpoint_every_updates = 0;
+    double checkpoint_every_s = 0.0;
+    double elapsed_offset_s = 0.0;  // a resumed run's time before this start
+    // A resumed run whose checkpoint lies on an epoch boundary sends that epoch's weights again,
+    // in case the statistics server had not logged it before the run stopped.
+    bool replay_epoch = false;
+};
+
+// What the PS asks of the process that runs it.
+struct PsHooks {
+    Heartbeat* heartbeat = nullptr;  // liveness of the other ranks (required)
+    // Writes a checkpoint of the current weights, history and rule state; `reason` is "epoch",
+    // "periodic", "signal", "request" or "learner lost".
+    std::function<void(const std::string& reason)> checkpoint;
+    // The last epoch has ended: write the final snapshot and the staleness statistics.
+    std::function<void()> finished;
+    // Asked between messages: a stop was requested (SIGTERM, SIGINT); a checkpoint was requested
+    // (SIGUSR1; the call consumes the request).
+    std::function<bool()> stop_requested;
+    std::function<bool()> checkpoint_requested;
+    std::function<void(const std::string& line)> log;  // one line for the job's output
 };
 
 struct PsResult {
+    enum class End { Finished, Stopped, LearnerLost };
+    End end = End::Finished;
     int64_t updates = 0, samples = 0, dropped_gradients = 0;
     double elapsed_s = 0.0;
+    std::vector<int> lost_ranks;  // learners (and the statistics server) that stopped answering
+    bool stats_done = false;      // the statistics server wrote its last line
+    std::string why;              // End::Stopped / LearnerLost: what happened
 };
 
 class ParameterServer {
 public:
-    ParameterServer(Transport& transport, UpdateRule& rule, nn::ParamStore& params, PsConfig config);
+    ParameterServer(Transport& transport, UpdateRule& rule, nn::ParamStore& params, PsConfig config, PsHooks hooks);
     PsResult run();
 
 private:
-    int learner_index(int rank) const;
+    double elapsed() const;
+    void handle_learner(const Envelope& e, int learner);
+    void handle_stats(const Envelope& e);
+    void after_update();
+    void check_peers();
+    void lose_learner(int learner, double silent_s);
+    void stop_run(PsResult::End end, const std::string& why);
+    void answer_deferred();
     void reply(int rank, int64_t have_ts);
-    void send_epoch_weights(int64_t epoch, bool final, double elapsed_s);
+    void reply_stop(int rank);
+    bool send_to(int rank, int tag, const std::vector<char>& bytes);
+    void send_epoch_weights(int64_t epoch, bool final, bool replay);
+    void maybe_checkpoint();
+    void checkpoint(const std::string& reason);
+    int live_learners() const;
 
     Transport& t_;
     UpdateRule& rule_;
     nn::ParamStore& params_;
     PsConfig config_;
-    std::vector<char> in_, out_;  // message buffers, reused
+    PsHooks hooks_;
+    std::vector<char> in_, out_;               // message buffers, reused
+    std::vector<std::vector<char>> abandoned_;  // buffers of sends to lost peers, still posted
+
+    struct Learner {
+        int rank = 0;
+        bool bye = false, lost = false;
+        bool deferred = false;  // a hardsync request waiting for its timestamp
+        WeightsRequest request{};
+    };
+    std::vector<Learner> learners_;
+    bool stopping_ = false, stats_lost_ = false;
+    int64_t epoch_ = 0;
+    int64_t logged_epoch_ = 0;  // the statistics server has logged every epoch up to this one
+    int64_t checkpoint_ts_ = -1;
+    double checkpoint_at_s_ = 0.0;
+    double started_ = 0.0;
+    PsResult result_;
 };
 
 }  // namespace rudra::dist

@@ -31,6 +31,11 @@ public:
     static Protocol softsync(int learners, int n) { return Protocol(Kind::SoftSync, learners, n); }
     static Protocol async(int learners = 1) { return Protocol(Kind::Async, learners, 1); }
 
+    // The same protocol over `live` learners, when others were lost: n-softsync keeps its n (at
+    // most `live`), so an update averages floor(live / n) gradients.
+    Protocol with_learners(int live) const { return Protocol(kind_, live, n_ < live ? n_ : live); }
+    int n() const { return n_; }
+
     Kind kind() const { return kind_; }
     int learners() const { return learners_; }
     // "hardsync", "4-softsync", "async": as the metrics and the paper name them.

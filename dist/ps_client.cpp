@@ -16,13 +16,13 @@ PsClient::PsClient(Transport& transport, int ps_rank, size_t param_floats)
 PsClient::Pulled PsClient::pull(int64_t have_ts, int64_t min_ts, float* weights) {
     const WeightsRequest req{have_ts, min_ts};
     t_.send(ps_, kWeightsRequest, &req, sizeof req);
-    const Envelope e = t_.recv(ps_, kAnyTag, in_);
+    t_.recv(ps_, kWeightsReply, in_);
     Pulled p;
-    if (e.tag == kStop) {
+    const auto reply = unpack_header<WeightsReply>(in_);
+    if (reply.stop) {
         p.stop = true;
         return p;
     }
-    const auto reply = unpack_header<WeightsReply>(in_);
     p.ts = reply.ts;
     p.fresh = reply.has_weights != 0;
     if (p.fresh) unpack_floats<WeightsReply>(in_, weights, floats_);

@@ -1,11 +1,9 @@
 #include "dist/staleness.h"
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <stdexcept>
 
-#include <nlohmann/json.hpp>
+#include "nn/atomic_file.h"
 
 namespace rudra::dist {
 
@@ -35,7 +33,7 @@ void StalenessStats::take_epoch(double& mean, int64_t& max) {
     epoch_count_ = epoch_sum_ = epoch_max_ = 0;
 }
 
-void StalenessStats::write_json(const std::string& path, const std::string& protocol) const {
+nlohmann::ordered_json StalenessStats::to_json(const std::string& protocol) const {
     nlohmann::ordered_json j{{"protocol", protocol}, {"gradients", gradients_}, {"mean", mean()}, {"max", max_},
                              {"updates", clock_offsets_.size() - 1}, {"histogram", overall_},
                              {"per_learner", per_learner_}};
@@ -44,14 +42,36 @@ void StalenessStats::write_json(const std::string& path, const std::string& prot
         clocks.push_back(std::vector<int64_t>(clock_entries_.begin() + clock_offsets_[u],
                                               clock_entries_.begin() + clock_offsets_[u + 1]));
     j["vector_clocks"] = std::move(clocks);
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream o(tmp);
-        if (!o) throw std::runtime_error(tmp + ": cannot open for writing");
-        o << j.dump() << '\n';
-        if (!o) throw std::runtime_error(tmp + ": write failed");
-    }
-    std::filesystem::rename(tmp, path);
+    return j;
+}
+
+void StalenessStats::write_json(const std::string& path, const std::string& protocol) const {
+    nn::write_file_atomically(path, to_json(protocol).dump() + "\n");
+}
+
+nlohmann::ordered_json StalenessStats::state() const {
+    return {{"per_learner", per_learner_}, {"overall", overall_},   {"gradients", gradients_},
+            {"sum", sum_},                 {"max", max_},           {"epoch_count", epoch_count_},
+            {"epoch_sum", epoch_sum_},     {"epoch_max", epoch_max_}, {"clock_offsets", clock_offsets_},
+            {"clock_entries", clock_entries_}};
+}
+
+StalenessStats StalenessStats::from_state(const nlohmann::json& j, int learners) {
+    StalenessStats s(learners);
+    j.at("per_learner").get_to(s.per_learner_);
+    if (static_cast<int>(s.per_learner_.size()) < learners) s.per_learner_.resize(static_cast<size_t>(learners));
+    j.at("overall").get_to(s.overall_);
+    j.at("gradients").get_to(s.gradients_);
+    j.at("sum").get_to(s.sum_);
+    j.at("max").get_to(s.max_);
+    j.at("epoch_count").get_to(s.epoch_count_);
+    j.at("epoch_sum").get_to(s.epoch_sum_);
+    j.at("epoch_max").get_to(s.epoch_max_);
+    j.at("clock_offsets").get_to(s.clock_offsets_);
+    j.at("clock_entries").get_to(s.clock_entries_);
+    if (s.clock_offsets_.empty() || s.clock_offsets_.back() != static_cast<int64_t>(s.clock_entries_.size()))
+        throw std::runtime_error("staleness statistics: vector clocks do not add up");
+    return s;
 }
 
 }  // namespace rudra::dist

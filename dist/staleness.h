@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace rudra::dist {
 
 class StalenessStats {
@@ -26,9 +28,14 @@ public:
     const std::vector<int64_t>& clock_offsets() const { return clock_offsets_; }
     const std::vector<int64_t>& clock_entries() const { return clock_entries_; }
 
-    // Writes histograms (overall and per learner), summary figures and every update's vector
-    // clock as one JSON document, via a temporary file.
+    // Histograms (overall and per learner), summary figures and every update's vector clock.
+    nlohmann::ordered_json to_json(const std::string& protocol) const;
+    // Writes to_json() atomically.
     void write_json(const std::string& path, const std::string& protocol) const;
+    // Everything, the current epoch's window included, for a checkpoint; and back. A restored
+    // run may have more or fewer learners: the histograms of the others are kept.
+    nlohmann::ordered_json state() const;
+    static StalenessStats from_state(const nlohmann::json& state, int learners);
 
 private:
     std::vector<std::vector<int64_t>> per_learner_;

@@ -24,25 +24,74 @@ void run_stats_server(Transport& t, const StatsConfig& cfg, const std::function<
     std::vector<char> in;
     kernels::AlignedBuffer weights(cfg.param_floats);
     std::vector<double> compute_s(t.size(), 0.0), wait_s(t.size(), 0.0);  // by rank
+    std::vector<char> finished(t.size(), 0);  // by rank: its last report came, or it was lost
     double loss_sum = 0.0;
     int64_t loss_count = 0, prev_samples = cfg.start_samples;
-    double prev_elapsed = 0.0;
+    double prev_elapsed = cfg.start_elapsed_s;
     int done = 0;
     bool final_seen = false;
-    while (!(final_seen && done == cfg.learners)) {
-        Envelope e = t.recv(kAnySource, kAnyTag, in);
+    auto tell_ps = [&](int tag, int64_t value) { t.send(cfg.ps_rank, tag, &value, sizeof value); };
+    auto finish = [&](int rank) {
+        if (!finished.at(static_cast<size_t>(rank))) ++done;
+        finished[static_cast<size_t>(rank)] = 1;
+    };
+    while (!(final_seen && done >= cfg.learners)) {
+        // A learner that stops in the middle of a report is skipped (the PS will say it is lost).
+        std::optional<Envelope> got;
+        try {
+            got = t.recv_while(kAnySource, kAnyTag, in, {}, [&](int rank) {
+                return !cfg.heartbeat || rank == cfg.ps_rank || cfg.heartbeat->silent_s(rank) <= cfg.peer_timeout_s;
+            });
+        } catch (const PeerError&) {
+            continue;
+        }
+        const Envelope e = *got;
+        if (e.tag == kHeartbeat) {
+            if (cfg.heartbeat) cfg.heartbeat->beat_received(e.source);
+            continue;
+        }
+        if (cfg.heartbeat) cfg.heartbeat->heard(e.source);
         if (e.tag == kLearnerReport) {
             const auto r = unpack_header<LearnerReport>(in);
             loss_sum += r.loss_sum;
             loss_count += r.loss_count;
             compute_s.at(static_cast<size_t>(e.source)) = r.compute_s;  // totals: keep the latest
             wait_s.at(static_cast<size_t>(e.source)) = r.wait_s;
-            done += r.done ? 1 : 0;
+            if (r.done) finish(e.source);
+            continue;
+        }
+        if (e.tag == kLearnerLost) {
+            const auto l = unpack_header<LearnerLost>(in);
+            nlohmann::ordered_json line{{"event", "learner_lost"},
+                                        {"rank", l.rank},
+                                        {"elapsed_s", std::round(l.elapsed_s * 1000) / 1000},
+                                        {"silent_s", std::round(l.silent_s * 10) / 10},
+                                        {"live_learners", l.live},
+                                        {"stops_run", l.stops_run != 0}};
+            log(line);
+            if (cfg.on_epoch) cfg.on_epoch(line);
+            finish(static_cast<int>(l.rank));
+            continue;
+        }
+        if (e.tag == kRunEnd) {
+            const auto r = unpack_header<RunEnd>(in);
+            nlohmann::ordered_json line{{"event", "stopped"},
+                                        {"reason", r.reason == kEndSignal ? "signal" : "learner lost"},
+                                        {"epochs_done", r.epoch},
+                                        {"updates", r.ts},
+                                        {"elapsed_s", std::round(r.elapsed_s * 1000) / 1000}};
+            log(line);
+            if (cfg.on_epoch) cfg.on_epoch(line);
+            final_seen = true;  // no more epochs: only the learners' last reports to take
             continue;
         }
         if (e.tag != kEpochWeights)
             throw std::runtime_error("statistics server: unexpected message tag " + std::to_string(e.tag));
         const auto h = unpack_header<EpochWeightsHeader>(in);
+        if (h.replay && h.epoch <= cfg.last_logged_epoch) {  // already in the metrics
+            tell_ps(kEpochLogged, h.epoch);
+            continue;
+        }
         unpack_floats<EpochWeightsHeader>(in, weights.data(), cfg.param_floats);
         const TestResult r = test(weights.data());
         double compute = 0.0, wait = 0.0;
@@ -53,6 +102,7 @@ void run_stats_server(Transport& t, const StatsConfig& cfg, const std::function<
         const double span = h.elapsed_s - prev_elapsed;
         nlohmann::ordered_json line{
             {"event", "epoch"},
+            {"replayed", h.replay != 0},
             {"protocol", cfg.protocol},
             {"epoch", h.epoch},
             {"train_loss", significant(loss_count ? loss_sum / loss_count : 0.0, 6)},
@@ -65,7 +115,9 @@ void run_stats_server(Transport& t, const StatsConfig& cfg, const std::function<
             {"staleness_max", h.staleness_max},
             {"images_per_s", std::round((span > 0 ? (h.samples - prev_samples) / span : 0.0) * 10) / 10},
             {"overlap_ratio", std::round((compute + wait > 0 ? compute / (compute + wait) : 0.0) * 1e4) / 1e4}};
+        if (!h.replay) line.erase("replayed");
         log(line);
+        tell_ps(kEpochLogged, h.epoch);
         if (cfg.on_epoch) cfg.on_epoch(line);
         loss_sum = 0.0;
         loss_count = 0;
@@ -73,6 +125,7 @@ void run_stats_server(Transport& t, const StatsConfig& cfg, const std::function<
         prev_elapsed = h.elapsed_s;
         final_seen = final_seen || h.final;
     }
+    t.send(cfg.ps_rank, kStatsDone, nullptr, 0);
 }
 
 }  // namespace rudra::dist

@@ -1,12 +1,15 @@
 // The statistics server role: collects training loss and timing from the learners, receives the
-// weights from the PS at every epoch boundary, tests them, and writes one JSON line per epoch.
-// It ends after the final epoch once every learner has sent its last report.
+// weights from the PS at every epoch boundary, tests them, and writes one JSON line per epoch,
+// telling the PS when it is written. Learners the PS declares lost, and a run stopped early, are
+// event lines of their own. It ends after the final epoch once every learner has sent its last
+// report or been lost, or when the run stops early; its last message tells the PS it is done.
 #pragma once
 #include <functional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "dist/heartbeat.h"
 #include "dist/transport.h"
 
 namespace rudra::dist {
@@ -21,6 +24,10 @@ struct StatsConfig {
     size_t param_floats = 0;
     std::string protocol;
     int64_t start_samples = 0;  // a warm start's samples, so that its first epoch's images/s is right
+    double start_elapsed_s = 0.0;  // a resumed run's time so far
+    int64_t last_logged_epoch = 0;  // a resumed run's metrics already hold the epochs up to this one
+    Heartbeat* heartbeat = nullptr;  // told of every message
+    double peer_timeout_s = 15.0;    // a learner silent this long in the middle of a message is skipped
     // Called with every epoch's line (already written to the metrics file).
     std::function<void(const nlohmann::ordered_json& epoch)> on_epoch;
 };

@@ -10,6 +10,8 @@ UpdateRule::UpdateRule(const Protocol& protocol, nn::Solver& solver, nn::ParamSt
                        UpdateRuleConfig config)
     : protocol_(protocol), solver_(solver), params_(params), config_(config), sum_(params.size()), stats_(learners) {
     clock_.reserve(protocol.gradients_per_update());
+    pending_learners_.reserve(protocol.gradients_per_update());
+    applied_.assign(static_cast<size_t>(learners), 0);
     samples_ = config_.start_samples;
     if (protocol_.synchronous()) {
         early_.resize(static_cast<size_t>(learners));
@@ -33,6 +35,7 @@ bool UpdateRule::add_gradient(int learner, int64_t ts, const float* grad) {
     // A slow average, so that compensated momentum does not jump with each gradient's staleness.
     sigma_ema_ = stats_.gradients() == 1 ? static_cast<double>(sigma) : 0.99 * sigma_ema_ + 0.01 * sigma;
     clock_.push_back(ts);
+    pending_learners_.push_back(learner);
     samples_ += config_.batch;
 
     const float weight = config_.modulation == LrModulation::PerGradient ? 1.0f / std::max<int64_t>(sigma, 1) : 1.0f;
@@ -55,27 +58,58 @@ bool UpdateRule::add_gradient(int learner, int64_t ts, const float* grad) {
     float* sum = sum_.data();
     const int c = protocol_.gradients_per_update();
     if (static_cast<int>(clock_.size()) < c) return false;
+    // With fewer live learners, c may have dropped below the gradients already pending.
+    const int taken = static_cast<int>(clock_.size());
 
-    const float inv_c = 1.0f / static_cast<float>(c);
+    const float inv_c = 1.0f / static_cast<float>(taken);
     for (size_t i = 0; i < n; ++i) sum[i] *= inv_c;
     float scale = config_.base_scale;
     if (config_.modulation == LrModulation::Average)
-        scale /= static_cast<float>(std::max(1.0, sigma_sum_ / static_cast<double>(c)));
+        scale /= static_cast<float>(std::max(1.0, sigma_sum_ / static_cast<double>(taken)));
     last_scale_ = scale;
     last_momentum_ = -1.0f;  // the solver's
     if (config_.momentum_compensation) {
         last_momentum_ = static_cast<float>(std::max(0.0, 1.0 - (1.0 - solver_.spec().momentum) * (1.0 + sigma_ema_)));
     }
     // The solver's schedule (step, multistep, ...) counts iterations of its reference batch.
-    const int64_t iteration = (samples_ - static_cast<int64_t>(c) * config_.batch) / config_.reference_batch;
+    const int64_t iteration = (samples_ - static_cast<int64_t>(taken) * config_.batch) / config_.reference_batch;
     solver_.apply(sum, iteration, scale, last_momentum_);
     stats_.record_update(clock_);
+    for (int l : pending_learners_) ++applied_[static_cast<size_t>(l)];
     clock_.clear();
+    pending_learners_.clear();
     sigma_sum_ = 0.0;
     next_learner_ = 0;
     accumulated_ = 0;
     ++ts_;
     return true;
+}
+
+void UpdateRule::set_live_learners(int live) {
+    if (protocol_.synchronous()) throw std::logic_error("hardsync cannot go on with fewer learners");
+    protocol_ = protocol_.with_learners(live < 1 ? 1 : live);
+}
+
+nlohmann::ordered_json UpdateRule::state() const {
+    return {{"timestamp", ts_},
+            {"samples", samples_ - static_cast<int64_t>(clock_.size()) * config_.batch},
+            {"sigma_ema", sigma_ema_},
+            {"applied", applied_},
+            {"staleness", stats_.state()}};
+}
+
+void UpdateRule::restore_state(const nlohmann::json& j) {
+    j.at("timestamp").get_to(ts_);
+    j.at("samples").get_to(samples_);
+    j.at("sigma_ema").get_to(sigma_ema_);
+    std::vector<int64_t> applied = j.at("applied").get<std::vector<int64_t>>();
+    applied.resize(std::max(applied.size(), applied_.size()), 0);
+    applied_ = std::move(applied);
+    stats_ = StalenessStats::from_state(j.at("staleness"), static_cast<int>(applied_.size()));
+    clock_.clear();
+    pending_learners_.clear();
+    accumulated_ = 0;
+    next_learner_ = 0;
 }
 
 // sum = weight * grad for the first gradient of an update, sum += weight * grad after it.

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "dist/protocol.h"
 #include "dist/staleness.h"
 #include "kernels/aligned_buffer.h"
@@ -44,6 +46,20 @@ public:
     // completed an update (the timestamp then advanced by one).
     bool add_gradient(int learner, int64_t ts, const float* grad);
 
+    // Some learners were lost (asynchronous protocols only): later updates average as many
+    // gradients as the protocol takes from `live` learners.
+    void set_live_learners(int live);
+    int gradients_per_update() const { return protocol_.gradients_per_update(); }
+    const Protocol& protocol() const { return protocol_; }
+    // Gradients of `learner` that completed updates: its position in its sample stream.
+    int64_t applied(int learner) const { return applied_.at(static_cast<size_t>(learner)); }
+
+    // The counters and statistics a checkpoint keeps (the weights and solver history are the
+    // snapshot's); a restored rule goes on from the checkpoint's update. Gradients of an update
+    // in progress are not kept: their learners compute them again from the same samples.
+    nlohmann::ordered_json state() const;
+    void restore_state(const nlohmann::json& state);
+
     int64_t timestamp() const { return ts_; }
     int64_t samples() const { return samples_; }
     const StalenessStats& staleness() const { return stats_; }
@@ -52,7 +68,7 @@ public:
     float last_momentum() const { return last_momentum_; }
 
 private:
-    const Protocol protocol_;
+    Protocol protocol_;
     nn::Solver& solver_;
     nn::ParamStore& params_;
     UpdateRuleConfig config_;
@@ -60,6 +76,8 @@ private:
 
     kernels::AlignedBuffer sum_;
     std::vector<int64_t> clock_;  // timestamps of the pending gradients
+    std::vector<int> pending_learners_;  // and their learners
+    std::vector<int64_t> applied_;       // by learner: gradients in completed updates
     // Hardsync: the next learner whose gradient joins the sum, and the gradients that arrived
     // ahead of it (allocated on first use).
     int next_learner_ = 0;

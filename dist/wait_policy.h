@@ -5,6 +5,8 @@
 #pragma once
 #include <time.h>
 
+#include <functional>
+
 namespace rudra::dist {
 
 struct WaitPolicy {
@@ -20,14 +22,22 @@ struct WaitPolicy {
         return p;
     }
 
-    // Calls done() until it returns true.
+    // Calls done() until it returns true (then returns true), or until keep_waiting(), asked
+    // between tests after the spin, returns false (then false).
+    template <class Done>
+    bool wait(Done&& done, const std::function<bool()>& keep_waiting) const {
+        for (int i = 0; i < spin; ++i)
+            if (done()) return true;
+        const timespec pause{0, static_cast<long>(sleep_us) * 1000L};
+        while (!done()) {
+            if (keep_waiting && !keep_waiting()) return false;
+            if (sleep_us > 0) nanosleep(&pause, nullptr);
+        }
+        return true;
+    }
     template <class Done>
     void wait(Done&& done) const {
-        for (int i = 0; i < spin; ++i)
-            if (done()) return;
-        const timespec pause{0, static_cast<long>(sleep_us) * 1000L};
-        while (!done())
-            if (sleep_us > 0) nanosleep(&pause, nullptr);
+        wait(done, std::function<bool()>());
     }
 };
 

@@ -9,6 +9,8 @@
 #include <iterator>
 #include <stdexcept>
 
+#include "nn/atomic_file.h"
+
 namespace rudra::nn {
 namespace {
 
@@ -33,6 +35,13 @@ public:
         T v;
         std::memcpy(&v, b_.data() + pos_, sizeof v);
         pos_ += sizeof v;
+        return v;
+    }
+    std::string text(const char* what) {
+        uint64_t n = get<uint64_t>(what);
+        if (n > b_.size() - pos_) fail(std::string("truncated: ") + what + " needs " + std::to_string(n) + " bytes");
+        std::string v(b_.data() + pos_, n);
+        pos_ += n;
         return v;
     }
     std::vector<float> floats(const char* what) {
@@ -69,26 +78,10 @@ void write_snapshot(const std::string& path, const Snapshot& s) {
     put<uint32_t>(out, s.solver_type);
     put_floats(out, s.params);
     put_floats(out, s.history);
+    put<uint64_t>(out, s.metadata.size());
+    out += s.metadata;
     put<uint32_t>(out, static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(out.data()), out.size())));
-
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-        if (!f) throw std::runtime_error(tmp + ": cannot create snapshot file");
-        f.write(out.data(), static_cast<std::streamsize>(out.size()));
-        f.flush();
-        if (!f) {
-            f.close();
-            std::remove(tmp.c_str());
-            throw std::runtime_error(tmp + ": write failed (disk full?)");
-        }
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-        std::remove(tmp.c_str());
-        throw std::runtime_error(path + ": cannot rename snapshot into place: " + ec.message());
-    }
+    write_file_atomically(path, out);
 }
 
 Snapshot read_snapshot(const std::string& path) {
@@ -107,8 +100,9 @@ Snapshot read_snapshot(const std::string& path) {
     const uint32_t crc = static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), bytes.size() - 4));
     r.get<uint64_t>("magic");
     const uint32_t version = r.get<uint32_t>("version");
-    if (version != kSnapshotVersion)
-        r.fail("version " + std::to_string(version) + " (this build reads version " + std::to_string(kSnapshotVersion) + ")");
+    if (version < 1 || version > kSnapshotVersion)
+        r.fail("version " + std::to_string(version) + " (this build reads versions 1 to " +
+               std::to_string(kSnapshotVersion) + ")");
     if (crc != stored_crc) r.fail("checksum mismatch (file damaged or truncated)");
     Snapshot s;
     s.iteration = r.get<uint64_t>("iteration");
@@ -118,6 +112,7 @@ Snapshot read_snapshot(const std::string& path) {
     s.solver_type = r.get<uint32_t>("solver_type");
     s.params = r.floats("params");
     s.history = r.floats("history");
+    if (version >= 2) s.metadata = r.text("metadata");
     if (r.pos() + 4 != bytes.size()) r.fail("unexpected bytes after the history");
     return s;
 }

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "data/batch_stream.h"
+#include "dist/heartbeat.h"
 #include "dist/inprocess_transport.h"
 #include "dist/learner.h"
 #include "dist/parameter_server.h"
@@ -56,7 +57,8 @@ TEST_CASE("aggregation counts: hardsync lambda, n-softsync floor(lambda/n), asyn
     nn::ParamStore p = vector_store(3);
     nn::Solver solver(plain_sgd(0.1), p);
     UpdateRule rule(Protocol::softsync(4, 2), solver, p, 4, {});
-    const float g[3] = {1, 1, 1};
+    const std::vector<float> ones(p.size(), 1.0f);  // the arena's padding included
+    const float* g = ones.data();
     CHECK_FALSE(rule.add_gradient(0, 0, g));
     CHECK(rule.timestamp() == 0);
     CHECK(rule.add_gradient(3, 0, g));
@@ -68,7 +70,10 @@ TEST_CASE("aggregation counts: hardsync lambda, n-softsync floor(lambda/n), asyn
 TEST_CASE("hardsync sums a timestamp's gradients in learner order, whatever order they arrive in") {
     // 1e8 + 1 - 1e8 is 0 in floats when summed left to right, 1 when the 1 comes last: an
     // arrival-order sum would give either.
-    const float g[3][1] = {{1e8f}, {1.0f}, {-1e8f}};
+    const size_t n = vector_store(1).size();  // the arena's padding included
+    const std::vector<std::vector<float>> grads = {std::vector<float>(n, 1e8f), std::vector<float>(n, 1.0f),
+                                                   std::vector<float>(n, -1e8f)};
+    const float* g[3] = {grads[0].data(), grads[1].data(), grads[2].data()};
     const int orders[][3] = {{0, 1, 2}, {2, 0, 1}, {1, 2, 0}, {2, 1, 0}};
     std::vector<float> results;
     for (const auto& order : orders) {
@@ -92,7 +97,8 @@ TEST_CASE("timestamps and staleness: sigma = PS timestamp - gradient timestamp, 
     nn::ParamStore p = vector_store(2);
     nn::Solver solver(plain_sgd(0.0), p);
     UpdateRule rule(Protocol::async(3), solver, p, 3, {});
-    const float g[2] = {0, 0};
+    const std::vector<float> zeros(p.size(), 0.0f);
+    const float* g = zeros.data();
     rule.add_gradient(0, 0, g);  // sigma 0, ts -> 1
     rule.add_gradient(1, 0, g);  // sigma 1, ts -> 2
     rule.add_gradient(2, 0, g);  // sigma 2, ts -> 3
@@ -119,7 +125,8 @@ TEST_CASE("timestamps and staleness: sigma = PS timestamp - gradient timestamp, 
 }
 
 TEST_CASE("learning-rate modulation: none, alpha0/<sigma> per update, alpha0/max(sigma,1) per gradient") {
-    const float ones[1] = {1.0f};
+    const std::vector<float> ones_buffer(vector_store(1).size(), 1.0f);  // the arena's padding included
+    const float* ones = ones_buffer.data();
     auto run = [&](LrModulation m) {
         nn::ParamStore p = vector_store(1);
         nn::Solver solver(plain_sgd(1.0), p);
@@ -162,21 +169,34 @@ struct SystemResult {
     StalenessStats staleness{0};
     std::vector<std::string> epoch_lines;
     std::vector<LearnerSummary> learners;
+    int64_t finished_at_update = -1;  // when the PS's `finished` hook ran
 };
+
+// Heartbeats often enough for `timeout_s`, and no more often than the program's (1 s): every
+// message wakes every waiting thread of the in-process hub, and on 2 cores frequent ones starve
+// some learners (a staleness no MPI run would see).
+HeartbeatConfig beats(std::vector<int> notify, double timeout_s) {
+    HeartbeatConfig c;
+    c.notify = std::move(notify);
+    c.interval_s = std::min(1.0, timeout_s / 5);
+    return c;
+}
 
 // PS (rank 0), statistics server (rank 1) and `lambda` learners (ranks 2..) as threads on the
 // in-process hub. make_work(l) supplies learner l's engine.
 SystemResult run_system(const Protocol& proto, int lambda, bool overlap, nn::ParamStore& params, nn::Solver& solver,
                         UpdateRuleConfig cfg, int64_t samples_per_epoch, int epochs,
-                        const std::function<LearnerWork(int)>& make_work) {
+                        const std::function<LearnerWork(int)>& make_work, int dead = 0, double timeout_s = 15.0) {
     InProcessHub hub(lambda + 2);
     SystemResult out;
     UpdateRule rule(proto, solver, params, lambda, cfg);
     std::vector<std::thread> threads;
     std::vector<LearnerSummary> summaries(lambda);
-    for (int l = 0; l < lambda; ++l)
+    // The last `dead` learners never start: they send nothing, not even heartbeats.
+    for (int l = 0; l < lambda - dead; ++l)
         threads.emplace_back([&, l] {
             InProcessTransport t(hub, 2 + l);
+            Heartbeat hb(t, beats({0}, timeout_s));
             LearnerConfig lc;
             lc.overlap = overlap;
             lc.synchronous = proto.synchronous();
@@ -185,7 +205,9 @@ SystemResult run_system(const Protocol& proto, int lambda, bool overlap, nn::Par
         });
     threads.emplace_back([&] {
         InProcessTransport t(hub, 1);
+        Heartbeat hb(t, beats({0}, timeout_s));
         StatsConfig sc;
+        sc.heartbeat = &hb;
         sc.learners = lambda;
         sc.param_floats = params.size();
         sc.protocol = proto.name();
@@ -198,7 +220,14 @@ SystemResult run_system(const Protocol& proto, int lambda, bool overlap, nn::Par
     for (int l = 0; l < lambda; ++l) pc.learner_ranks.push_back(2 + l);
     pc.samples_per_epoch = samples_per_epoch;
     pc.epochs = epochs;
-    ParameterServer ps(t, rule, params, pc);
+    pc.peer_timeout_s = timeout_s;
+    std::vector<int> others;
+    for (int r = 1; r < lambda + 2; ++r) others.push_back(r);
+    Heartbeat hb(t, beats(others, timeout_s));
+    PsHooks hooks;
+    hooks.heartbeat = &hb;
+    hooks.finished = [&] { out.finished_at_update = rule.timestamp(); };
+    ParameterServer ps(t, rule, params, pc, hooks);
     out.ps = ps.run();
     for (auto& th : threads) th.join();
     out.weights.assign(params.values(), params.values() + params.size());
@@ -216,6 +245,10 @@ struct Quadratic {
         lw.param_floats = w.size();
         lw.load_weights = [this](const float* p) { std::copy(p, p + w.size(), w.begin()); };
         lw.compute = [this] {
+            // A gradient takes a moment, as a real one does: learners that produce them as fast
+            // as a loop can would flood the PS's queue, and the staleness (and so the
+            // convergence of async SGD at this rate) would depend on thread scheduling.
+            std::this_thread::sleep_for(std::chrono::microseconds(300));
             double loss = 0;
             for (size_t i = 0; i < w.size(); ++i) {
                 g[i] = w[i] - 3.0f;
@@ -256,6 +289,10 @@ TEST_CASE("whole system on the in-process transport: every protocol and mode con
         });
         REQUIRE(fut.wait_for(std::chrono::seconds(60)) == std::future_status::ready);  // a hang fails
         SystemResult r = fut.get();
+        CAPTURE(r.ps.updates);
+        CAPTURE(r.ps.dropped_gradients);
+        CAPTURE(r.ps.lost_ranks.size());
+        CAPTURE(r.staleness.mean());
         CHECK(r.epoch_lines.size() == 3);
         CHECK(r.epoch_lines.back().find("\"epoch\":3") != std::string::npos);
         CHECK(r.ps.samples >= 300);
@@ -268,6 +305,97 @@ TEST_CASE("whole system on the in-process transport: every protocol and mode con
         for (float w : std::vector<float>(r.weights.begin(), r.weights.begin() + 5)) CHECK(w == doctest::Approx(3.0).epsilon(0.05));
         for (const auto& s : r.learners) CHECK(s.minibatches > 0);
     }
+}
+
+TEST_CASE("a lost learner: the asynchronous protocols go on without it, hardsync stops; the final files come first") {
+    struct Case {
+        std::string protocol;
+        int n;
+    };
+    for (const Case& c : {Case{"softsync", 1}, Case{"softsync", 3}, Case{"async", 1}, Case{"hardsync", 1}}) {
+        CAPTURE(c.protocol);
+        CAPTURE(c.n);
+        const int lambda = 3;
+        const Protocol proto = Protocol::parse(c.protocol, lambda, c.n);
+        nn::ParamStore params = vector_store(5);
+        nn::Solver solver(plain_sgd(0.05), params);
+        UpdateRuleConfig cfg;
+        std::vector<std::unique_ptr<Quadratic>> models;
+        for (int l = 0; l < lambda; ++l) models.push_back(std::make_unique<Quadratic>(params.size()));
+        auto fut = std::async(std::launch::async, [&] {
+            return run_system(proto, lambda, false, params, solver, cfg, 100, 3,
+                              [&](int l) { return models[l]->work(); }, /*dead=*/1, /*timeout_s=*/0.5);
+        });
+        REQUIRE(fut.wait_for(std::chrono::seconds(60)) == std::future_status::ready);  // a hang fails
+        SystemResult r = fut.get();
+        REQUIRE(r.ps.lost_ranks == std::vector<int>{4});
+        int lost_lines = 0;
+        for (const auto& line : r.epoch_lines)
+            if (line.find("\"event\":\"learner_lost\",\"rank\":4") != std::string::npos) ++lost_lines;
+        CHECK(lost_lines == 1);
+        CHECK(r.ps.stats_done);
+        if (proto.synchronous()) {
+            CHECK(r.ps.end == PsResult::End::LearnerLost);
+            CHECK(r.ps.updates == 0);  // no update is complete without learner 2
+            CHECK(r.epoch_lines.back().find("\"event\":\"stopped\"") != std::string::npos);
+        } else {
+            CHECK(r.ps.end == PsResult::End::Finished);
+            CHECK(r.ps.samples >= 300);
+            CHECK(r.finished_at_update >= 0);
+            CHECK(r.finished_at_update <= r.ps.updates);
+            // The lost learner may be found before or after the last epoch: it is not waited for.
+            CHECK(std::count_if(r.epoch_lines.begin(), r.epoch_lines.end(), [](const std::string& line) {
+                      return line.find("\"event\":\"epoch\"") != std::string::npos;
+                  }) == 3);
+            CHECK(r.staleness.histogram(2).empty());  // nothing from the lost one
+            for (float w : std::vector<float>(r.weights.begin(), r.weights.begin() + 5))
+                CHECK(w == doctest::Approx(3.0).epsilon(0.05));
+        }
+    }
+}
+
+TEST_CASE("n-softsync over fewer live learners averages floor(live / n) gradients") {
+    CHECK(Protocol::softsync(4, 1).with_learners(3).gradients_per_update() == 3);
+    CHECK(Protocol::softsync(4, 2).with_learners(3).gradients_per_update() == 1);
+    CHECK(Protocol::softsync(4, 4).with_learners(2).gradients_per_update() == 1);
+    CHECK(Protocol::softsync(4, 4).with_learners(2).n() == 2);
+    nn::ParamStore params = vector_store(3);
+    nn::Solver solver(plain_sgd(1.0), params);
+    UpdateRule rule(Protocol::softsync(4, 1), solver, params, 4, UpdateRuleConfig{});
+    const std::vector<float> ones(params.size(), 1.0f);
+    CHECK_FALSE(rule.add_gradient(0, 0, ones.data()));
+    CHECK_FALSE(rule.add_gradient(1, 0, ones.data()));
+    rule.set_live_learners(2);  // two pending already make an update with the next check
+    CHECK(rule.add_gradient(2, 0, ones.data()));
+    CHECK(rule.applied(0) == 1);
+    CHECK(rule.applied(3) == 0);
+    CHECK_FALSE(rule.add_gradient(0, 1, ones.data()));
+    CHECK(rule.add_gradient(1, 1, ones.data()));
+}
+
+TEST_CASE("update rule state: a restored rule goes on exactly as the original") {
+    auto run = [](bool restore_midway) {
+        nn::ParamStore params = vector_store(4);
+        nn::Solver solver(plain_sgd(0.1), params);
+        UpdateRule rule(Protocol::softsync(3, 1), solver, params, 3, UpdateRuleConfig{});
+        std::vector<float> g(params.size());
+        for (int i = 0; i < 30; ++i) {
+            if (restore_midway && i == 15) {
+                const auto state = rule.state();
+                UpdateRule again(Protocol::softsync(3, 1), solver, params, 3, UpdateRuleConfig{});
+                again.restore_state(nlohmann::json::parse(state.dump()));
+                for (int j = i; j < 30; ++j) {
+                    for (size_t k = 0; k < g.size(); ++k) g[k] = 0.01f * static_cast<float>(j + k);
+                    again.add_gradient(j % 3, std::max<int64_t>(0, again.timestamp() - j % 2), g.data());
+                }
+                return std::make_pair(again.staleness().to_json("x").dump(), again.timestamp());
+            }
+            for (size_t k = 0; k < g.size(); ++k) g[k] = 0.01f * static_cast<float>(i + k);
+            rule.add_gradient(i % 3, std::max<int64_t>(0, rule.timestamp() - i % 2), g.data());
+        }
+        return std::make_pair(rule.staleness().to_json("x").dump(), rule.timestamp());
+    };
+    CHECK(run(false) == run(true));
 }
 
 TEST_CASE("hardsync: lambda learners of mini-batch mu equal one learner of mini-batch lambda*mu on the same samples") {

@@ -2,6 +2,9 @@
 // every kind of damage), and a short seeded training run whose loss falls.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
+#include <zlib.h>
+
+#include <cstring>
 #include <unistd.h>
 
 #include <cmath>
@@ -9,6 +12,7 @@
 #include <fstream>
 #include <random>
 
+#include "nn/atomic_file.h"
 #include "nn/net.h"
 #include "nn/snapshot.h"
 #include "nn/solver.h"
@@ -171,6 +175,61 @@ TEST_CASE("snapshots: round trip, and truncation, damage, wrong magic and versio
     CHECK(read_error(write(tmp("version"), version)).find("version 9") != std::string::npos);
     CHECK(read_error(write(tmp("empty"), "")).find("bad magic") != std::string::npos);
     CHECK(read_error(tmp("missing")).find("cannot open") != std::string::npos);
+}
+
+TEST_CASE("snapshots: metadata round trip; version 1 files (no metadata) are still read") {
+    Snapshot s;
+    s.iteration = 5;
+    s.params = {1.0f, 2.0f, 3.0f};
+    s.history = {0.5f};
+    s.metadata = R"({"format":"rudra dist checkpoint","epoch":3})";
+    const std::string path = tmp("meta.rudra");
+    write_snapshot(path, s);
+    CHECK(read_snapshot(path).metadata == s.metadata);
+
+    // The same snapshot as version 1 wrote it: no metadata field, CRC over the rest.
+    std::ifstream in(path, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string v1 = bytes.substr(0, bytes.size() - 4 - 8 - s.metadata.size());
+    v1[8] = 1;
+    const uint32_t crc = static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(v1.data()), v1.size()));
+    v1.append(reinterpret_cast<const char*>(&crc), 4);
+    std::ofstream(tmp("v1.rudra"), std::ios::binary) << v1;
+    const Snapshot r = read_snapshot(tmp("v1.rudra"));
+    CHECK(r.metadata.empty());
+    CHECK(r.params == s.params);
+    CHECK(r.history == s.history);
+
+    // A metadata length beyond the file is refused, not allocated.
+    std::string huge = bytes;
+    const size_t at = bytes.size() - 4 - 8 - s.metadata.size();
+    const uint64_t n = uint64_t(1) << 60;
+    std::memcpy(&huge[at], &n, 8);
+    const uint32_t crc2 =
+        static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(huge.data()), huge.size() - 4));
+    std::memcpy(&huge[huge.size() - 4], &crc2, 4);
+    std::ofstream(tmp("huge.rudra"), std::ios::binary) << huge;
+    CHECK(read_error(tmp("huge.rudra")).find("truncated: metadata") != std::string::npos);
+}
+
+TEST_CASE("atomic files: a stale .tmp is removed; a write into a missing folder names it") {
+    const std::string path = tmp("atomic.txt");
+    std::ofstream(path + ".tmp") << "left by a killed writer";
+    CHECK(remove_stale_tmp(path));
+    CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+    CHECK_FALSE(remove_stale_tmp(path));
+    write_file_atomically(path, "whole");
+    std::ifstream in(path);
+    std::string text;
+    std::getline(in, text);
+    CHECK(text == "whole");
+    std::string error;
+    try {
+        write_file_atomically(tmp("no-such-dir") + "/x", "y");
+    } catch (const std::runtime_error& e) {
+        error = e.what();
+    }
+    CHECK(error.find("no-such-dir/x.tmp: cannot create") != std::string::npos);
 }
 
 TEST_CASE("a short seeded training run: the loss falls and the test net shares the weights") {

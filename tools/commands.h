@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -95,6 +96,10 @@ struct DistOptions {
     std::string output = "rudra-dist";
     nn::KernelOptions kernels;  // --conv-backend
     std::string bind = "auto";  // on | auto | off (bind_threads)
+    std::string resume;         // a checkpoint, or the output directory that holds one
+    std::string checkpoint_every = "600s";  // N updates or Ns seconds between checkpoints; 0: none
+    double peer_timeout = 15;   // seconds of silence after which a rank is lost
+    std::set<std::string> given;  // options on the command line ("--protocol", "solver"): a resume keeps the rest
 };
 // Initialises MPI itself (MPI_THREAD_MULTIPLE); every rank runs this.
 int run_dist(const DistOptions& o, int* argc, char*** argv);

@@ -1,18 +1,31 @@
 // rudra dist: the parameter-server system on MPI ranks. Rank 0 is the parameter server, rank 1
 // the statistics server, ranks 2.. the learners (lambda = ranks - 2).
+//
+// Faults (README, "Faults"): every rank runs a heartbeat; the PS writes checkpoints (every
+// --checkpoint-every, at every epoch boundary, on SIGUSR1 and when it stops), stops the run on
+// SIGTERM/SIGINT, goes on without a lost learner where the protocol allows; the other ranks end
+// by themselves when the PS falls silent. Exit codes: 0 done, 1 bad input, 3 stopped because a
+// learner was lost (hardsync, or every learner), 4 the PS was lost, 130 stopped by a signal.
 #include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "data/batch_stream.h"
+#include "dist/heartbeat.h"
 #include "dist/learner.h"
 #include "dist/messages.h"
 #include "dist/mpi_transport.h"
@@ -20,16 +33,86 @@
 #include "dist/stats_server.h"
 #include "dist/update_rule.h"
 #include "kernels/sgemm/sgemm.h"
+#include "nn/atomic_file.h"
 #include "nn/snapshot.h"
 #include "session/metrics_log.h"
 #include "session/training_session.h"
 #include "tools/commands.h"
+#include "tools/dist_checkpoint.h"
+#include "tools/rank_guard.h"
 
 namespace rudra::tools {
 namespace {
 
 namespace fs = std::filesystem;
 constexpr int kPsRank = 0, kStatsRank = 1, kFirstLearner = 2;
+constexpr int kExitLearnerLost = 3, kExitPsLost = 4, kExitStopped = 130;
+
+// Set by the signal handlers, read by the PS between messages. Every rank takes SIGTERM, SIGINT
+// and SIGUSR1 (mpiexec and srun pass them to all): the PS acts on them, the others leave the
+// stopping to it. Replacing MPICH's SIGUSR1 handler also keeps a rank alive when mpiexec
+// -disable-auto-cleanup signals it that another rank died.
+std::atomic<bool> g_stop_requested{false}, g_checkpoint_requested{false};
+extern "C" void on_dist_stop_signal(int) { g_stop_requested = true; }
+extern "C" void on_dist_checkpoint_signal(int) { g_checkpoint_requested = true; }
+
+void install_signal_handlers() {
+    struct sigaction sa {};
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = on_dist_stop_signal;
+    sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGINT, &sa, nullptr);
+    sa.sa_handler = on_dist_checkpoint_signal;
+    sigaction(SIGUSR1, &sa, nullptr);
+}
+
+std::string utc_now() {
+    char buf[32];
+    const std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+void say(const std::string& line) {
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+}
+
+// Ends this rank at once when the PS falls silent: what it holds is in the PS's checkpoints.
+dist::HeartbeatConfig watch_ps(const DistOptions& o, int rank) {
+    dist::HeartbeatConfig hc;
+    hc.notify = {kPsRank};
+    hc.watch = kPsRank;
+    hc.timeout_s = o.peer_timeout;
+    hc.on_silent = [rank, out = o.output](int, double silent) {
+        std::fflush(stdout);
+        std::fprintf(stderr,
+                     "rudra dist [rank %d]: error: the parameter server (rank 0) has not been heard from for %.1f s: it "
+                     "died or hangs. The newest checkpoint is %s (go on with: rudra dist --resume %s)\n",
+                     rank, silent, checkpoint_path(out).c_str(), out.c_str());
+        std::fflush(stderr);
+        _exit(kExitPsLost);
+    };
+    return hc;
+}
+
+// --checkpoint-every: "N" updates, "Ns" seconds, "Nm" minutes, "0" none.
+void parse_checkpoint_every(const std::string& text, dist::PsConfig& pc) {
+    size_t used = 0;
+    double v = -1;
+    try {
+        v = std::stod(text, &used);
+    } catch (const std::exception&) {
+    }
+    const std::string unit = text.substr(std::min(used, text.size()));
+    if (v < 0 || !(unit.empty() || unit == "s" || unit == "m") || (unit.empty() && v != std::floor(v)))
+        throw std::runtime_error("--checkpoint-every must be N (updates), Ns (seconds), Nm (minutes) or 0, got '" +
+                                 text + "'");
+    if (unit.empty()) pc.checkpoint_every_updates = static_cast<int64_t>(v);
+    else pc.checkpoint_every_s = unit == "m" ? v * 60 : v;
+}
 
 // Everything a role needs from the solver, net and data files.
 struct Setup {
@@ -38,6 +121,8 @@ struct Setup {
     // from there: the solver's schedule and the epoch count continue, --epochs is the total.
     nn::Snapshot warm;
     int64_t start_samples = 0;
+    // --resume: the checkpoint (its settings are already in the options).
+    std::optional<DistCheckpoint> resume;
 
     const nn::LayerSpec& train_layer() const { return *spec.net.data_layer(nn::Phase::Train); }  // checked below
 };
@@ -60,13 +145,24 @@ Setup read_setup(const DistOptions& o) {
     return s;
 }
 
-void run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
-            const data::TrainTest& sets, const dist::WaitPolicy& wait) {
+std::vector<int> ranks_from(int first, int size) {
+    std::vector<int> r;
+    for (int i = first; i < size; ++i) r.push_back(i);
+    return r;
+}
+
+// Returns the process's exit code.
+int run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
+           const data::TrainTest& sets, const dist::WaitPolicy& wait, dist::MpiSession& mpi, dist::Heartbeat& heartbeat) {
     const int lambda = protocol.learners();
     session::SessionSpec spec = s.spec;
     spec.kernels.conv = "own";  // the PS's net only holds the parameters: no backend to choose
     session::TrainingSession run(spec, sets, {.train_net = true, .test_net = false, .solver = true});
-    if (!o.warm_start.empty()) run.restore(s.warm, o.warm_start, session::TrainingSession::History::IfMatching);
+    if (s.resume) {
+        run.restore(s.resume->snapshot, s.resume->path, session::TrainingSession::History::Required);
+    } else if (!o.warm_start.empty()) {
+        run.restore(s.warm, o.warm_start, session::TrainingSession::History::IfMatching);
+    }
     nn::ParamStore& params = run.params();
     dist::UpdateRuleConfig rc;
     rc.modulation =
@@ -79,63 +175,163 @@ void run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, const dist
         rc.base_scale = static_cast<float>(std::sqrt(double(lambda) * rc.batch / rc.reference_batch));
     dist::UpdateRule rule(protocol, run.solver(), params, lambda, rc);
     dist::PsConfig pc;
-    for (int r = kFirstLearner; r < t.size(); ++r) pc.learner_ranks.push_back(r);
+    pc.learner_ranks = ranks_from(kFirstLearner, t.size());
     pc.stats_rank = kStatsRank;
     pc.samples_per_epoch = sets.train.size();
     pc.epochs = o.epochs;
+    pc.peer_timeout_s = o.peer_timeout;
+    parse_checkpoint_every(o.checkpoint_every, pc);
+
+    const std::string ck_path = checkpoint_path(o.output);
+    const std::string snap_path = (fs::path(o.output) / "final.rudra").string();
+    const std::string stale_path = (fs::path(o.output) / "staleness.json").string();
+    for (const std::string& f : {ck_path, snap_path, stale_path})
+        if (nn::remove_stale_tmp(f)) say("PS: removed " + f + ".tmp, left by a run that was killed while writing it");
+    if (s.resume) {
+        rule.restore_state(s.resume->meta.at("rule"));
+        pc.elapsed_offset_s = s.resume->elapsed_s();
+        pc.replay_epoch = rule.samples() % pc.samples_per_epoch == 0;
+        say("PS: resuming from " + s.resume->path + " (" + s.resume->meta.value("reason", std::string("?")) +
+            " checkpoint of " + s.resume->meta.value("written_at", std::string("?")) + "): epoch " +
+            std::to_string(s.resume->epoch()) + ", update " + std::to_string(rule.timestamp()) + ", " +
+            std::to_string(rule.samples()) + " samples" +
+            (s.resume->learners() != lambda ? ", with " + std::to_string(lambda) + " learners instead of " +
+                                                  std::to_string(s.resume->learners())
+                                            : std::string()));
+    }
     std::printf(
         "rudra dist: %s, %d learners, mini-batch %d, %s, base_lr %g x %.4g, %d epochs of %lld images, "
         "wait: spin %d then sleep %d us, output %s\n",
         protocol.name().c_str(), lambda, rc.batch, o.mode.c_str(), s.spec.solver.lr.base_lr, rc.base_scale, o.epochs,
         static_cast<long long>(pc.samples_per_epoch), wait.spin, wait.sleep_us, o.output.c_str());
     std::fflush(stdout);
-    dist::ParameterServer ps(t, rule, params, pc);
-    t.barrier();
-    dist::PsResult r = ps.run();
 
-    const std::string snap_path = (fs::path(o.output) / "final.rudra").string();
-    nn::write_snapshot(snap_path,
-                       run.snapshot(static_cast<uint64_t>(r.updates), static_cast<uint64_t>(r.samples), s.spec.seed));
-    const std::string stale_path = (fs::path(o.output) / "staleness.json").string();
-    rule.staleness().write_json(stale_path, protocol.name());
-    std::printf("PS: %lld updates, %lld gradients (%lld more arrived after the last epoch and were dropped), "
-                "staleness mean %.3f max %lld, %.1f s; snapshot %s, staleness %s\n",
-                static_cast<long long>(r.updates), static_cast<long long>(rule.staleness().gradients()),
-                static_cast<long long>(r.dropped_gradients),
-                rule.staleness().mean(), static_cast<long long>(rule.staleness().max()), r.elapsed_s,
-                snap_path.c_str(), stale_path.c_str());
+    using Clock = std::chrono::steady_clock;
+    const auto started = Clock::now();
+    auto elapsed = [&] { return pc.elapsed_offset_s + std::chrono::duration<double>(Clock::now() - started).count(); };
+    const nlohmann::ordered_json settings = run_settings(o, lambda);
+    dist::PsHooks hooks;
+    hooks.checkpoint = [&](const std::string& reason) {
+        nn::Snapshot snap = run.snapshot(static_cast<uint64_t>(rule.timestamp()), static_cast<uint64_t>(rule.samples()),
+                                         s.spec.seed);
+        const int64_t epoch = rule.samples() / pc.samples_per_epoch;
+        snap.metadata = nlohmann::ordered_json{{"format", "rudra dist checkpoint"},
+                                               {"reason", reason},
+                                               {"written_at", utc_now()},
+                                               {"epoch", epoch},
+                                               {"elapsed_s", elapsed()},
+                                               {"protocol", protocol.name()},
+                                               {"settings", settings},
+                                               {"rule", rule.state()}}
+                            .dump();
+        nn::write_snapshot(ck_path, snap);
+        if (reason != "periodic" && reason != "epoch")
+            say("PS: checkpoint (" + reason + ") at update " + std::to_string(rule.timestamp()) + ", epoch " +
+                std::to_string(epoch) + ": " + ck_path);
+    };
+    hooks.finished = [&] {
+        nn::write_snapshot(snap_path, run.snapshot(static_cast<uint64_t>(rule.timestamp()),
+                                                   static_cast<uint64_t>(rule.samples()), s.spec.seed));
+        rule.staleness().write_json(stale_path, protocol.name());
+    };
+    hooks.stop_requested = [] { return g_stop_requested.load(); };
+    hooks.checkpoint_requested = [] { return g_checkpoint_requested.exchange(false); };
+    hooks.log = say;
+    hooks.heartbeat = &heartbeat;
+    dist::ParameterServer ps(t, rule, params, pc, hooks);
+    t.barrier();
+    const dist::PsResult r = ps.run();
+
+    if (r.end == dist::PsResult::End::Finished) {
+        std::printf("PS: %lld updates, %lld gradients (%lld more arrived after the last epoch and were dropped), "
+                    "staleness mean %.3f max %lld, %.1f s; snapshot %s, staleness %s\n",
+                    static_cast<long long>(r.updates), static_cast<long long>(rule.staleness().gradients()),
+                    static_cast<long long>(r.dropped_gradients), rule.staleness().mean(),
+                    static_cast<long long>(rule.staleness().max()), r.elapsed_s, snap_path.c_str(), stale_path.c_str());
+    } else {
+        std::printf("PS: stopped at update %lld after %.1f s: %s. The newest checkpoint is %s; go on with: rudra dist "
+                    "--resume %s%s\n",
+                    static_cast<long long>(r.updates), r.elapsed_s, r.why.c_str(), ck_path.c_str(), o.output.c_str(),
+                    r.end == dist::PsResult::End::LearnerLost ? " (with as many learners as answer)" : "");
+    }
+    std::fflush(stdout);
+    const int code = r.end == dist::PsResult::End::Finished   ? 0
+                     : r.end == dist::PsResult::End::Stopped ? kExitStopped
+                                                             : kExitLearnerLost;
+    if (!r.lost_ranks.empty()) {
+        // A lost rank may be stopped rather than dead: only ending the whole job frees mpiexec,
+        // and MPI_Finalize would wait for it forever.
+        std::string ranks;
+        for (int rank : r.lost_ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
+        say("PS: ending the job (rank " + ranks + " lost) with exit code " + std::to_string(code));
+        mpi.peer_lost();
+        dist::MpiSession::end_job(code);
+    }
+    return code;
+}
+
+// A resumed run's metrics: epoch lines after the checkpoint's epoch are dropped (the run computes
+// them again); returns the last epoch logged.
+int64_t trim_metrics(const std::string& path, int64_t checkpoint_epoch) {
+    std::ifstream in(path);
+    if (!in) return 0;
+    std::string kept, line;
+    int64_t last = 0;
+    while (std::getline(in, line)) {
+        if (line.empty()) continue;
+        nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+        if (j.is_discarded()) continue;  // a line torn by a kill
+        if (j.value("event", "") == "epoch") {
+            const int64_t e = j.value("epoch", int64_t{0});
+            if (e > checkpoint_epoch) continue;
+            last = std::max(last, e);
+        }
+        kept += line + "\n";
+    }
+    nn::write_file_atomically(path, kept);
+    return last;
 }
 
 void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
-               const data::TrainTest& sets) {
+               const data::TrainTest& sets, dist::Heartbeat& heartbeat) {
     const int lambda = protocol.learners();
     session::TrainingSession run(s.spec, sets, {.train_net = false, .test_net = true, .solver = false});
-    session::MetricsLog log((fs::path(o.output) / "metrics.jsonl").string(), false);
-    log.write({{"event", "start"},
-               {"solver", o.solver},
-               {"protocol", o.protocol},
-               {"n", o.n},
-               {"learners", lambda},
-               {"batch", o.batch},
-               {"mode", o.mode},
-               {"epochs", o.epochs},
-               {"lr_modulation", o.lr_modulation},
-               {"momentum_compensation", o.momentum_compensation},
-               {"warm_start", o.warm_start},
-               {"base_lr", s.spec.solver.lr.base_lr},
-               {"momentum", s.spec.solver.momentum},
-               {"train_images", sets.train.size()},
-               {"test_images", sets.test.size()}});
+    const std::string metrics_path = (fs::path(o.output) / "metrics.jsonl").string();
     dist::StatsConfig sc;
+    if (s.resume) sc.last_logged_epoch = trim_metrics(metrics_path, s.resume->epoch());
+    session::MetricsLog log(metrics_path, s.resume.has_value());
+    nlohmann::ordered_json start{{"event", s.resume ? "resume" : "start"},
+                                 {"time", utc_now()},
+                                 {"solver", o.solver},
+                                 {"protocol", o.protocol},
+                                 {"n", o.n},
+                                 {"learners", lambda},
+                                 {"batch", o.batch},
+                                 {"mode", o.mode},
+                                 {"epochs", o.epochs},
+                                 {"lr_modulation", o.lr_modulation},
+                                 {"momentum_compensation", o.momentum_compensation},
+                                 {"warm_start", o.warm_start},
+                                 {"base_lr", s.spec.solver.lr.base_lr},
+                                 {"momentum", s.spec.solver.momentum},
+                                 {"train_images", sets.train.size()},
+                                 {"test_images", sets.test.size()}};
+    if (s.resume) {
+        start["checkpoint"] = s.resume->path;
+        start["from_epoch"] = s.resume->epoch();
+        start["from_samples"] = s.resume->samples();
+        start["checkpoint_learners"] = s.resume->learners();
+    }
+    log.write(start);
     sc.ps_rank = kPsRank;
     sc.learners = lambda;
     sc.param_floats = run.params().size();
     sc.protocol = protocol.name();
-    sc.start_samples = s.start_samples;
-    sc.on_epoch = [](const nlohmann::ordered_json& line) {
-        std::printf("%s\n", line.dump().c_str());
-        std::fflush(stdout);
-    };
+    sc.start_samples = s.resume ? s.resume->samples() : s.start_samples;
+    sc.start_elapsed_s = s.resume ? s.resume->elapsed_s() : 0.0;
+    sc.on_epoch = [](const nlohmann::ordered_json& line) { say(line.dump()); };
+    sc.heartbeat = &heartbeat;
+    sc.peer_timeout_s = o.peer_timeout;
     t.barrier();
     dist::run_stats_server(
         t, sc,
@@ -148,7 +344,7 @@ void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, const d
 }
 
 void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
-                      const data::TrainTest& sets, const Binding& binding) {
+                      const data::TrainTest& sets, const Binding& binding, dist::Heartbeat&) {
     const int rank = t.rank();
     session::SessionSpec spec = s.spec;
     spec.seed = s.spec.seed + rank;  // each learner's own dropout stream
@@ -169,9 +365,12 @@ void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, 
                     chosen.c_str());
         std::fflush(stdout);
     }
-    // Each learner samples its own seeded stream over the whole training set.
+    // Each learner samples its own seeded stream over the whole training set; a resumed one
+    // goes on after the samples of its gradients in the checkpoint's updates.
+    const uint64_t position =
+        s.resume ? static_cast<uint64_t>(s.resume->applied(rank - kFirstLearner)) * static_cast<uint64_t>(run.batch()) : 0;
     data::Prefetcher prefetch(sets.train, run.train_transform(), run.batch(),
-                              s.spec.seed * 7919 + static_cast<uint64_t>(rank), 0, binding.helper_thread);
+                              s.spec.seed * 7919 + static_cast<uint64_t>(rank), position, binding.helper_thread);
     nn::ParamStore& params = run.params();
     dist::LearnerWork work;
     work.param_floats = params.size();
@@ -189,20 +388,42 @@ void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, 
 
 }  // namespace
 
-int run_dist(const DistOptions& o, int* argc, char*** argv) {
+int run_dist(const DistOptions& options, int* argc, char*** argv) {
+    run_under_rank_guard();  // from here on, this process is the rank
+    // Messages go eagerly, whatever their size. UCX's rendezvous reads a large message out of
+    // the sender's memory (process_vm_readv on one node), and when the sender has died in the
+    // meantime UCX aborts the reader: one dead learner would take the PS with it. Measured on
+    // 2 cores, this costs about 20% of the images/s of a 5-rank run (bench/results/faults.md).
+    // A user's own UCX_RNDV_THRESH is kept.
+    setenv("UCX_RNDV_THRESH", "inf", 0);
     dist::MpiSession mpi(argc, argv);
+    install_signal_handlers();  // after MPI_Init, which installs its own for SIGUSR1
+    DistOptions o = options;
     dist::WaitPolicy wait = dist::WaitPolicy::for_load(dist::MpiSession::ranks_on_this_node(), o.threads,
                                                        static_cast<int>(std::thread::hardware_concurrency()));
     if (o.wait_spin >= 0) wait.spin = o.wait_spin;
     if (o.wait_sleep_us >= 0) wait.sleep_us = o.wait_sleep_us;
     dist::MpiTransport transport(wait);
     const int rank = transport.rank();
+    int code = 0;
     try {
         kernels::selected_micro_kernel();  // a bad RUDRA_ISA or RUDRA_SGEMM_BLOCKS, before any work
         if (transport.size() < 3)
             throw std::runtime_error(
                 "rudra dist needs at least 3 ranks (parameter server, statistics server, a learner); got " +
                 std::to_string(transport.size()));
+        std::optional<DistCheckpoint> resume;
+        if (!o.resume.empty()) {
+            resume = read_dist_checkpoint(o.resume);
+            apply_checkpoint_settings(o, *resume);
+        }
+        if (o.solver.empty()) throw std::runtime_error("a SOLVER file is required (or --resume CHECKPOINT|OUTDIR)");
+        if (!fs::is_regular_file(o.solver)) throw std::runtime_error(o.solver + ": solver file not found");
+        if (!(o.peer_timeout > 0)) throw std::runtime_error("--peer-timeout must be a positive number of seconds");
+        {
+            dist::PsConfig check;
+            parse_checkpoint_every(o.checkpoint_every, check);
+        }
         const int lambda = transport.size() - kFirstLearner;
         if (o.mode != "base" && o.mode != "overlap") throw std::runtime_error("--mode must be base or overlap");
         const dist::Protocol protocol = dist::Protocol::parse(o.protocol, lambda, o.n);  // on every rank
@@ -212,20 +433,38 @@ int run_dist(const DistOptions& o, int* argc, char*** argv) {
                                              dist::MpiSession::rank_on_this_node(), o.threads);
         if (!binding.message.empty() && rank == kPsRank) std::printf("rank 0 %s\n", binding.message.c_str());
         Setup s = read_setup(o);
+        s.resume = std::move(resume);
         const data::TrainTest sets = session::load_data(o.data);
         const int64_t done_epochs = s.start_samples / std::max<int64_t>(1, static_cast<int64_t>(sets.train.size()));
-        if (done_epochs >= o.epochs)
+        if (!s.resume && done_epochs >= o.epochs)
             throw std::runtime_error(o.warm_start + " has trained " + std::to_string(done_epochs) +
                                      " epochs already; --epochs is the total and must be larger");
+        // The PS sends heartbeats to every rank; the others to the PS, and end when it falls silent.
+        dist::HeartbeatConfig beats = watch_ps(o, rank);
+        if (rank == kPsRank) {
+            beats = dist::HeartbeatConfig();
+            beats.notify = ranks_from(1, transport.size());
+        }
+        dist::Heartbeat heartbeat(transport, beats);
         if (rank == kPsRank) {
             fs::create_directories(o.output);
-            run_ps(o, s, transport, protocol, sets, wait);
+            code = run_ps(o, s, transport, protocol, sets, wait, mpi, heartbeat);
         } else if (rank == kStatsRank) {
             fs::create_directories(o.output);
-            run_stats(o, s, transport, protocol, sets);
+            run_stats(o, s, transport, protocol, sets, heartbeat);
         } else {
-            run_learner_role(o, s, transport, protocol, sets, binding);
+            run_learner_role(o, s, transport, protocol, sets, binding, heartbeat);
         }
+        // The role is over: signals take their default action again (a rank waiting in
+        // MPI_Finalize can be ended), and the heartbeats still on their way are received once
+        // every rank is here. A rank that never comes is gone: MPI_Finalize would wait for it.
+        heartbeat.stop();
+        for (int sig : {SIGTERM, SIGINT}) std::signal(sig, SIG_DFL);
+        const auto give_up = std::chrono::steady_clock::now() +
+                             std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                 std::chrono::duration<double>(o.peer_timeout));
+        if (transport.barrier_while(dist::until(give_up))) heartbeat.drain();
+        else mpi.peer_lost();
     } catch (const std::exception& e) {
         // The same bad input fails on every rank: rank 0 reports it and ends them all; a rank
         // that fails alone reports after a moment and ends them all.
@@ -236,7 +475,7 @@ int run_dist(const DistOptions& o, int* argc, char*** argv) {
         usleep(300000);  // let mpiexec relay the message before MPI_Abort ends its proxies
         dist::MpiSession::abort_all(1);
     }
-    return 0;
+    return code;
 }
 
 }  // namespace rudra::tools

@@ -140,7 +140,7 @@ int main(int argc, char** argv) {
     rudra::tools::DistOptions dist;
     auto* d = app.add_subcommand("dist", "distributed training: mpiexec -n K rudra dist SOLVER (rank 0 parameter server, "
                                          "rank 1 statistics server, K-2 learners)");
-    d->add_option("solver", dist.solver, "solver prototxt")->required()->check(CLI::ExistingFile);
+    d->add_option("solver", dist.solver, "solver prototxt (not needed with --resume)")->check(CLI::ExistingFile);
     add_data_options(d, dist.data);
     add_kernel_options(d, dist.kernels);
     d->add_option("--bind", dist.bind,
@@ -179,7 +179,24 @@ int main(int argc, char** argv) {
     d->add_option("--wait-sleep-us", dist.wait_sleep_us,
                   "sleep between MPI tests; 0 spins (default: 2000 when the node's ranks x threads exceed its cores, else 20)")
         ->check(checks::kNonNegativeInteger);
-    d->add_option("-o,--output", dist.output, "directory for metrics.jsonl, staleness.json and final.rudra")->capture_default_str();
+    d->add_option("-o,--output", dist.output,
+                  "directory for metrics.jsonl, staleness.json, checkpoint.rudra and final.rudra (with --resume: the "
+                  "checkpoint's)")
+        ->capture_default_str();
+    d->add_option("--resume", dist.resume,
+                  "go on from a checkpoint (a file, or the output directory of the run): its weights, history, "
+                  "statistics, sample positions and settings; --epochs may raise the total, and the learner count may "
+                  "differ")
+        ->check(CLI::ExistingPath);
+    d->add_option("--checkpoint-every", dist.checkpoint_every,
+                  "checkpoint the PS every N updates, Ns seconds or Nm minutes (0: only at epoch ends and on "
+                  "signals)")
+        ->capture_default_str();
+    d->add_option("--peer-timeout", dist.peer_timeout,
+                  "seconds without a heartbeat after which a rank is lost: a learner is dropped (softsync, async) or "
+                  "stops the run (hardsync); learners end when the PS falls silent")
+        ->check(checks::kPositiveNumber)
+        ->capture_default_str();
 #endif
 
     try {
@@ -213,7 +230,11 @@ int main(int argc, char** argv) {
         if (*b) return rudra::tools::run_bench(bench);
         if (*i) return rudra::tools::run_info(info);
 #ifdef RUDRA_HAVE_MPI
-        if (*d) return rudra::tools::run_dist(dist, &argc, &argv);
+        if (*d) {
+            for (const CLI::Option* opt : d->get_options())
+                if (opt->count() > 0) dist.given.insert(opt->get_name());
+            return rudra::tools::run_dist(dist, &argc, &argv);
+        }
 #endif
     } catch (const std::bad_alloc&) {
         std::fflush(stdout);

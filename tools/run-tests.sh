@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: set up, build, run every test with ctest (the kernel
 # and layer tests once per ISA level and once as an AVX2-only CPU under qemu among them), then
-# the POWER build's kernel and layer tests under emulation (tools/power-ci.sh; skipped with
-# RUDRA_SKIP_POWER=1).
+# the Slurm batch script under a one-node Slurm (test/slurm_test.sh), then the POWER build's
+# kernel and layer tests under emulation (tools/power-ci.sh; skipped with RUDRA_SKIP_POWER=1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The tests alone need qemu-user-static (x86-64 code run as an AVX2-only CPU; the POWER tests).
@@ -16,6 +16,15 @@ if ! dpkg-query -W -f='${Status}' qemu-user-static 2>/dev/null | grep -q "instal
 fi
 bash tools/setup.sh
 (cd build && ctest --output-on-failure --timeout 1200)
+# The Slurm batch script's time-limit path (signal, checkpoint, requeue, resume) needs a Slurm:
+# a one-node one is started with the workplace's starter where there is one (RUDRA_SLURM_STARTER,
+# default ../shared/tools/start-local-slurm.sh), as root.
+starter=${RUDRA_SLURM_STARTER:-$(cd .. && pwd)/shared/tools/start-local-slurm.sh}
+if [ "${RUDRA_SKIP_SLURM:-0}" != 1 ] && [ -f "$starter" ] && [ "$(id -u)" -eq 0 ]; then
+  timeout -k 10 1500 bash test/slurm_test.sh build/rudra "$PWD" "$starter"
+else
+  echo "run-tests: the Slurm test was not run (no Slurm starter at $starter, not root, or RUDRA_SKIP_SLURM=1)"
+fi
 if [ "${RUDRA_SKIP_POWER:-0}" != 1 ]; then
   bash tools/power-ci.sh
 fi

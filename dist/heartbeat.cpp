@@ -1,0 +1,117 @@
+#include "dist/heartbeat.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include "dist/messages.h"
+
+namespace rudra::dist {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+Heartbeat::Heartbeat(Transport& transport, HeartbeatConfig config)
+    : t_(transport),
+      config_(std::move(config)),
+      last_ns_(new std::atomic<int64_t>[static_cast<size_t>(transport.size())]),
+      notify_(new std::atomic<bool>[static_cast<size_t>(transport.size())]),
+      sent_(new std::atomic<int64_t>[static_cast<size_t>(transport.size())]),
+      received_(new std::atomic<int64_t>[static_cast<size_t>(transport.size())]) {
+    const int64_t start = now_ns();
+    for (int r = 0; r < t_.size(); ++r) {
+        last_ns_[r] = start;
+        notify_[r] = false;
+        sent_[r] = 0;
+        received_[r] = 0;
+    }
+    for (int r : config_.notify) notify_[r] = true;
+    thread_ = std::thread([this] { run(); });
+}
+
+Heartbeat::~Heartbeat() { stop(); }
+
+void Heartbeat::stop() {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+}
+
+void Heartbeat::beat_received(int rank) {
+    heard(rank);
+    ++received_[rank];
+}
+
+void Heartbeat::drain() {
+    stop();
+    const int me = t_.rank();
+    for (int r = 0; r < t_.size(); ++r) {
+        if (r == me) continue;
+        const int64_t sent = sent_[r];
+        t_.send(r, kHeartbeatCount, &sent, sizeof sent);
+    }
+    std::vector<char> buf;
+    for (int r = 0; r < t_.size(); ++r) {
+        if (r == me) continue;
+        t_.recv(r, kHeartbeatCount, buf);
+        int64_t expected = 0;
+        if (buf.size() == sizeof expected) std::memcpy(&expected, buf.data(), sizeof expected);
+        for (; received_[r] < expected; ++received_[r]) t_.recv(r, kHeartbeat, buf);
+    }
+}
+
+void Heartbeat::heard(int rank) { last_ns_[rank].store(now_ns(), std::memory_order_relaxed); }
+
+double Heartbeat::silent_s(int rank) const {
+    return static_cast<double>(now_ns() - last_ns_[rank].load(std::memory_order_relaxed)) * 1e-9;
+}
+
+void Heartbeat::stop_notifying(int rank) { notify_[rank] = false; }
+
+void Heartbeat::run() {
+    const auto interval = std::chrono::duration<double>(config_.interval_s);
+    std::vector<char> buf;
+    bool reported = false;
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+        lock.unlock();
+        // An empty message goes eagerly: its send completes even when the peer is gone. Should
+        // it not within a tick, it is left posted and the next tick tries again.
+        const auto tick_end = Clock::now() + std::chrono::duration_cast<Clock::duration>(interval);
+        for (int r = 0; r < t_.size(); ++r) {
+            if (!notify_[r]) continue;
+            try {
+                t_.send_while(r, kHeartbeat, nullptr, 0, until(tick_end));
+                ++sent_[r];  // posted: delivered to a live peer, even if not complete yet
+            } catch (const PeerError&) {
+                notify_[r] = false;  // gone: its silence tells the watchers
+            }
+        }
+        // Every heartbeat waiting for this rank (a tagged probe never takes another message).
+        try {
+            while (auto e = t_.recv_while(kAnySource, kHeartbeat, buf, [] { return false; })) beat_received(e->source);
+        } catch (const PeerError&) {
+            // a heartbeat from a rank that died while sending it: its silence tells the watchers
+        }
+        if (config_.watch >= 0 && !reported && config_.on_silent) {
+            const double silent = silent_s(config_.watch);
+            if (silent > config_.timeout_s) {
+                reported = true;
+                config_.on_silent(config_.watch, silent);
+            }
+        }
+        lock.lock();
+        cv_.wait_until(lock, tick_end, [&] { return stop_; });
+    }
+}
+
+}  // namespace rudra::dist

@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# Faults injected into `rudra dist` runs (separate MPI processes under mpiexec, oversubscribed on
+# this machine), each bounded by `timeout`: a hang is a failure.
+#   kill -9 of a learner under 1-softsync: the run completes and logs the lost rank
+#   SIGSTOP of a learner under async: the run completes and writes final.rudra
+#   kill -9 of the whole job under hardsync, then --resume: final weights identical to a straight run
+#   kill -9 of a learner under hardsync: the run stops within 30 s naming it; --resume with fewer learners
+#   SIGTERM to mpiexec: a checkpoint, exit 130, and --resume finishes the run
+#   kill -9 of the PS: every rank gone within 30 s with a message
+# Usage: fault_test.sh RUDRA_BINARY SOURCE_DIR
+. "$(dirname "$0")/harness.sh" "$@"
+data=$work/data
+mkdir -p "$data"
+mkdata "$data" train 960 1
+mkdata "$data" t10k 200 2
+solver=$src/models/cifar10_full_28/cifar10_full_28_solver.prototxt
+export OMP_NUM_THREADS=1
+common=(--data "$data" --batch 16 --peer-timeout 3)
+
+# The process of rank R (the child of its rank guard) among this test's runs.
+rank_pid() {
+  local p
+  for p in $(pgrep -x rudra); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "PMI_RANK=$1" || continue
+    [ "$(ps -o comm= -p "$(ps -o ppid= -p "$p" | tr -d ' ')")" = rudra ] && echo "$p"
+  done | head -1
+}
+# Waits (at most 60 s) until FILE exists and matches PATTERN.
+wait_for() {
+  local i
+  for i in $(seq 600); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+  return 1
+}
+epochs_logged() { grep -c '"event":"epoch"' "$1/metrics.jsonl" 2>/dev/null; }
+# After a run: nothing of it may be left (a stopped learner included). Zombies do not count:
+# where PID 1 does not reap (some containers), the ranks of a killed guard stay as zombies.
+live_rudras() { ps -eo pid=,stat=,comm= | awk '$3 == "rudra" && $2 !~ /^Z/ { print $1 }'; }
+no_leftovers() {
+  sleep 1
+  if [ -n "$(live_rudras)" ]; then
+    fail "$1: rudra processes left behind"; ps -o pid,ppid,stat,etime,args -p "$(live_rudras | paste -sd,)" | cut -c1-120
+    pkill -CONT -x rudra; pkill -9 -x rudra
+  else pass; fi
+}
+start() {  # start NAME RANKS ARGS...: a run in the background, its exit code in $work/NAME.rc
+  local name=$1 ranks=$2; shift 2
+  ( timeout -k 5 150 mpiexec -disable-auto-cleanup -n "$ranks" "$rudra" dist "$solver" "${common[@]}" -o "$work/$name" "$@" \
+      >"$work/$name.log" 2>&1 &
+    echo $! >"$work/$name.pid"
+    wait $!
+    echo $? >"$work/$name.rc" ) &
+  sleep 0.2
+}
+# kill -9 of every process of the run (timeout leads its own process group).
+kill_job() { kill -9 -- "-$(cat "$work/$1.pid")"; }
+finish_run() {  # finish_run NAME: waits for the background run; its exit code in $rc
+  wait
+  rc=$(cat "$work/$1.rc")
+}
+
+# 1. kill -9 of a learner under 1-softsync: the others finish all epochs; the loss is an event.
+start soft_kill 6 --protocol softsync --n 1 --epochs 12
+wait_for "$work/soft_kill/metrics.jsonl" '"epoch":2,' || fail "soft_kill: no epoch 2"
+kill -9 "$(rank_pid 3)"
+finish_run soft_kill
+[ "$rc" = 0 ] && pass || { fail "soft_kill: exit $rc"; tail -20 "$work/soft_kill.log"; }
+[ "$(epochs_logged "$work/soft_kill")" = 12 ] && pass || fail "soft_kill: 12 epoch lines"
+grep -q '"event":"learner_lost","rank":3,' "$work/soft_kill/metrics.jsonl" && pass || fail "soft_kill: the lost rank in metrics.jsonl"
+grep -h '"event":"learner_lost"' "$work/soft_kill/metrics.jsonl" | sed 's/^/soft_kill: /'
+grep -h 'ending the job\|PS: [0-9]* updates' "$work/soft_kill.log" | sed 's/^/soft_kill: /'
+grep -q 'rank 3\]: the rank.s process .* was killed by signal 9' "$work/soft_kill.log" && pass ||
+  fail "soft_kill: the guard names the killed rank"
+timeout 60 "$rudra" test "$solver" "$work/soft_kill/final.rudra" --data "$data" >/dev/null 2>&1 && pass ||
+  fail "soft_kill: final.rudra readable"
+no_leftovers soft_kill
+
+# 2. SIGSTOP of a learner under async: the run completes without it and writes its files.
+start async_stop 5 --protocol async --epochs 10
+wait_for "$work/async_stop/metrics.jsonl" '"epoch":2,' || fail "async_stop: no epoch 2"
+kill -STOP "$(rank_pid 2)"
+finish_run async_stop
+[ "$rc" = 0 ] && pass || { fail "async_stop: exit $rc"; tail -20 "$work/async_stop.log"; }
+[ -s "$work/async_stop/final.rudra" ] && [ -s "$work/async_stop/staleness.json" ] && pass ||
+  fail "async_stop: final.rudra and staleness.json"
+[ "$(epochs_logged "$work/async_stop")" = 10 ] && pass || fail "async_stop: 10 epoch lines"
+grep -q '"event":"learner_lost","rank":2,' "$work/async_stop/metrics.jsonl" && pass || fail "async_stop: lost rank 2 logged"
+no_leftovers async_stop
+
+# 3. Hardsync is deterministic: a straight run, and a run killed with kill -9 (every process)
+# after a mid-epoch checkpoint and resumed, end with the same weights, byte for byte.
+hs=(--protocol hardsync --epochs 4 --checkpoint-every 7)
+start hs_straight 5 "${hs[@]}"
+finish_run hs_straight
+[ "$rc" = 0 ] && pass || { fail "hs_straight: exit $rc"; tail -20 "$work/hs_straight.log"; }
+start hs_killed 5 "${hs[@]}"
+wait_for "$work/hs_killed/metrics.jsonl" '"epoch":2,' || fail "hs_killed: no epoch 2"
+sleep 0.3
+kill_job hs_killed
+finish_run hs_killed
+[ -s "$work/hs_killed/checkpoint.rudra" ] && pass || fail "hs_killed: a checkpoint survives kill -9"
+[ -e "$work/hs_killed/final.rudra" ] && fail "hs_killed: killed before the end, yet final.rudra exists" || pass
+if timeout -k 5 150 mpiexec -n 5 "$rudra" dist --resume "$work/hs_killed" >"$work/hs_resumed.log" 2>&1; then pass
+else fail "hs_resumed: exit $?"; tail -20 "$work/hs_resumed.log"; fi
+grep -q 'PS: resuming from .*hs_killed/checkpoint.rudra' "$work/hs_resumed.log" && pass || fail "hs_resumed: says where it resumes"
+cmp -s "$work/hs_straight/final.rudra" "$work/hs_killed/final.rudra" && pass ||
+  fail "hardsync: killed and resumed run differs from the straight one"
+# metrics.jsonl goes on: epochs 1..4, each once.
+[ "$(grep -o '"event":"epoch","protocol":"hardsync","epoch":[0-9]*' "$work/hs_killed/metrics.jsonl" | sed 's/.*://' | tr '\n' ' ')" = "1 2 3 4 " ] &&
+  pass || { fail "hs_resumed: epochs 1-4 once each"; grep -o '"epoch":[0-9]*' "$work/hs_killed/metrics.jsonl"; }
+grep -q '"event":"resume"' "$work/hs_killed/metrics.jsonl" && pass || fail "hs_resumed: a resume line"
+
+# 4. kill -9 of a learner under hardsync: the run stops within 30 s, names the rank, keeps its
+# checkpoint (exit 3); --resume with one learner fewer finishes the run.
+start hs_lost 5 --protocol hardsync --epochs 4
+wait_for "$work/hs_lost/metrics.jsonl" '"epoch":1,' || fail "hs_lost: no epoch 1"
+kill -9 "$(rank_pid 4)"
+t0=$(date +%s)
+finish_run hs_lost
+took=$(($(date +%s) - t0))
+[ "$rc" = 3 ] && pass || { fail "hs_lost: exit $rc, wanted 3"; tail -20 "$work/hs_lost.log"; }
+[ "$took" -le 30 ] && pass || fail "hs_lost: stopped after $took s"
+echo "hs_lost: the job ended $took s after the kill (peer timeout 3 s)"
+grep -q 'learner rank 4 lost' "$work/hs_lost.log" && grep -q 'hardsync cannot go on without it' "$work/hs_lost.log" && pass ||
+  fail "hs_lost: the message names rank 4"
+grep -q '"event":"stopped","reason":"learner lost"' "$work/hs_lost/metrics.jsonl" && pass || fail "hs_lost: stopped event"
+no_leftovers hs_lost
+if timeout -k 5 150 mpiexec -n 4 "$rudra" dist --resume "$work/hs_lost" >"$work/hs_lost_resumed.log" 2>&1; then pass
+else fail "hs_lost resumed: exit $?"; tail -20 "$work/hs_lost_resumed.log"; fi
+grep -q 'with 2 learners instead of 3' "$work/hs_lost_resumed.log" && pass || fail "hs_lost resumed: the new learner count logged"
+[ "$(epochs_logged "$work/hs_lost")" = 4 ] && [ -s "$work/hs_lost/final.rudra" ] && pass ||
+  fail "hs_lost resumed: 4 epochs and final.rudra"
+
+# 5. SIGTERM to mpiexec (a batch system's time limit): a checkpoint, exit 130; --resume finishes.
+start term 5 --protocol softsync --n 1 --epochs 8
+wait_for "$work/term/metrics.jsonl" '"epoch":2,' || fail "term: no epoch 2"
+pkill -TERM -P "$(cat "$work/term.pid")" -x mpiexec
+t0=$(date +%s%N)
+finish_run term
+echo "term: the job ended $((($(date +%s%N) - t0) / 1000000)) ms after SIGTERM"
+[ "$rc" = 130 ] && pass || { fail "term: exit $rc, wanted 130"; tail -20 "$work/term.log"; }
+grep -q 'PS: checkpoint (signal)' "$work/term.log" && pass || fail "term: checkpoint on SIGTERM"
+grep -q '"event":"stopped","reason":"signal"' "$work/term/metrics.jsonl" && pass || fail "term: stopped event"
+no_leftovers term
+if timeout -k 5 150 mpiexec -n 5 "$rudra" dist --resume "$work/term" >"$work/term_resumed.log" 2>&1; then pass
+else fail "term resumed: exit $?"; tail -20 "$work/term_resumed.log"; fi
+[ "$(grep -o '"event":"epoch","protocol":"1-softsync","epoch":[0-9]*' "$work/term/metrics.jsonl" | sed 's/.*://' | tr '\n' ' ')" = "1 2 3 4 5 6 7 8 " ] &&
+  pass || fail "term resumed: epochs 1-8 once each"
+
+# 6. kill -9 of the PS: every other rank ends within 30 s and says why.
+start ps_kill 5 --protocol async --epochs 30
+wait_for "$work/ps_kill/metrics.jsonl" '"epoch":1,' || fail "ps_kill: no epoch 1"
+kill -9 "$(rank_pid 0)"
+t0=$(date +%s)
+finish_run ps_kill
+took=$(($(date +%s) - t0))
+[ "$rc" != 0 ] && [ "$took" -le 30 ] && pass || fail "ps_kill: exit $rc after $took s"
+echo "ps_kill: every rank gone $took s after the kill (peer timeout 3 s), exit $rc"
+[ "$(grep -c 'the parameter server (rank 0) has not been heard from' "$work/ps_kill.log")" = 4 ] && pass ||
+  { fail "ps_kill: each of the 4 other ranks says the PS is gone"; tail "$work/ps_kill.log"; }
+no_leftovers ps_kill
+
+# Bad resumes: a missing checkpoint, a plain snapshot, a setting that defines the run.
+expect_error() {  # expect_error NAME PATTERN ARGS...
+  local name=$1 pattern=$2; shift 2
+  timeout -k 5 60 mpiexec -n 3 "$rudra" dist "$@" >"$work/$name.log" 2>&1
+  local rc=$?
+  if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -qF -- "$pattern" "$work/$name.log"; then pass
+  else fail "$name: exit $rc, wanted an error containing '$pattern'"; tail -5 "$work/$name.log"; fi
+}
+expect_error no_ck "no checkpoint there" --resume "$work"
+expect_error plain_ck "a plain snapshot, not a distributed run's checkpoint" --resume "$work/soft_kill/final.rudra"
+expect_error other_protocol "--protocol \"async\" differs from the checkpoint's \"hardsync\"" --resume "$work/hs_killed" --protocol async
+expect_error done_ck "raise --epochs" --resume "$work/hs_killed"
+expect_error bad_every "--checkpoint-every must be N (updates), Ns (seconds), Nm (minutes) or 0, got '5x'" "$solver" --data "$data" --checkpoint-every 5x
+finish

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The Slurm batch script's time-limit path on a one-node Slurm: Slurm signals the script before
+# the limit, the run stops with a checkpoint (exit 130), the job requeues itself, and the
+# requeued job goes on from the checkpoint. Bounded: a hang is a failure.
+# Usage (as root): slurm_test.sh RUDRA_BINARY SOURCE_DIR SLURM_STARTER
+#   SLURM_STARTER: a script that `start DIR` / `stop DIR` a one-node Slurm and writes DIR/env.sh
+#   (the workplace's start-local-slurm.sh).
+. "$(dirname "$0")/harness.sh" "$1" "$2"
+starter=$(readlink -f "$3")
+rudra=$(readlink -f "$rudra")
+src=$(readlink -f "$src")
+data=$work/data
+mkdir -p "$data"
+mkdata "$data" train 960 1
+mkdata "$data" t10k 200 2
+solver=$src/models/cifar10_full_28/cifar10_full_28_solver.prototxt
+slurm=$work/slurm
+trap 'bash "$starter" stop "$slurm" >/dev/null 2>&1; rm -rf "$work"' EXIT
+# 8 CPUs advertised, so that 5 tasks fit on a 2-core machine.
+if ! SLURM_LOCAL_CPUS=8 timeout -k 10 900 bash "$starter" start "$slurm" >"$work/slurm-start.log" 2>&1; then
+  fail "the local Slurm did not start"; tail -20 "$work/slurm-start.log"; finish; exit
+fi
+. "$slurm/env.sh"
+
+# A limit of one minute, and the signal 45 s before it; enough epochs that the run cannot end first.
+cd "$work"
+jid=$(RUDRA="$rudra" OMP_NUM_THREADS=1 timeout 60 sbatch --parsable --ntasks=5 --overcommit --time=1 \
+  --signal=B:USR1@45 "$src/tools/slurm/rudra-dist.sbatch" "$solver" --data "$data" --batch 16 --epochs 400 \
+  --protocol softsync --n 1 -o "$work/out")
+[ -n "$jid" ] && pass || { fail "sbatch gave no job id"; finish; exit; }
+log=$work/rudra-dist-$jid.out
+# Slurm holds a requeued job for about two minutes before it starts it again.
+for _ in $(seq 480); do
+  grep -q 'PS: resuming from' "$log" 2>/dev/null && break
+  sleep 0.5
+done
+timeout 30 scancel "$jid"
+grep -q 'the time limit is near: stopping with a checkpoint' "$log" && pass || fail "the script took the signal"
+grep -q 'PS: checkpoint (signal) at update' "$log" && pass || fail "the PS wrote a checkpoint"
+grep -q 'task 0: Exited with exit code 130' "$log" && pass || fail "the PS ended with 130"
+grep -q "requeueing job $jid" "$log" && pass || fail "the job requeued itself"
+grep -q "job $jid (restart 1): going on from $work/out/checkpoint.rudra" "$log" && pass || fail "the requeued job found the checkpoint"
+grep -q 'PS: resuming from .*(signal checkpoint of' "$log" && pass || fail "the requeued run resumed"
+grep -q '"event":"stopped","reason":"signal"' "$work/out/metrics.jsonl" && grep -q '"event":"resume"' "$work/out/metrics.jsonl" &&
+  pass || fail "metrics.jsonl: a stopped line, then a resume line"
+[ $failures = 0 ] || cat "$log"
+finish

@@ -1,0 +1,106 @@
+#include "tools/dist_checkpoint.h"
+
+#include <filesystem>
+#include <stdexcept>
+
+namespace rudra::tools {
+namespace fs = std::filesystem;
+
+int64_t DistCheckpoint::applied(int index) const {
+    const auto& a = meta.at("rule").at("applied");
+    return index >= 0 && static_cast<size_t>(index) < a.size() ? a[static_cast<size_t>(index)].get<int64_t>() : 0;
+}
+
+std::string checkpoint_path(const std::string& output_dir) { return (fs::path(output_dir) / "checkpoint.rudra").string(); }
+
+DistCheckpoint read_dist_checkpoint(const std::string& file_or_dir) {
+    DistCheckpoint ck;
+    ck.path = fs::is_directory(file_or_dir) ? checkpoint_path(file_or_dir) : file_or_dir;
+    if (!fs::exists(ck.path))
+        throw std::runtime_error(ck.path + ": no checkpoint there (a distributed run writes OUTDIR/checkpoint.rudra)");
+    ck.snapshot = nn::read_snapshot(ck.path);
+    if (ck.snapshot.metadata.empty())
+        throw std::runtime_error(ck.path + ": a plain snapshot, not a distributed run's checkpoint (use --warm-start)");
+    try {
+        ck.meta = nlohmann::json::parse(ck.snapshot.metadata);
+        if (ck.meta.at("format") != "rudra dist checkpoint")
+            throw std::runtime_error("format '" + ck.meta.at("format").dump() + "'");
+        ck.epoch();
+        ck.samples();
+        ck.elapsed_s();
+        ck.learners();
+        ck.meta.at("rule").at("applied");
+    } catch (const std::exception& e) {
+        throw std::runtime_error(ck.path + ": checkpoint metadata unusable: " + e.what());
+    }
+    return ck;
+}
+
+nlohmann::ordered_json run_settings(const DistOptions& o, int learners) {
+    return {{"solver", o.solver},
+            {"data", o.data.dir},
+            {"format", o.data.format},
+            {"train_limit", o.data.train_limit},
+            {"test_limit", o.data.test_limit},
+            {"protocol", o.protocol},
+            {"n", o.n},
+            {"batch", o.batch},
+            {"epochs", o.epochs},
+            {"mode", o.mode},
+            {"lr_modulation", o.lr_modulation},
+            {"momentum_compensation", o.momentum_compensation},
+            {"reference_batch", o.reference_batch},
+            {"base_lr", o.base_lr},
+            {"momentum", o.momentum},
+            {"seed", o.seed},
+            {"warm_start", o.warm_start},
+            {"learners", learners}};
+}
+
+namespace {
+
+// Takes setting `key` (command-line option `option`) from the checkpoint, or checks that the
+// command line gives the same value.
+template <class T>
+void take(DistOptions& o, const DistCheckpoint& ck, const char* key, const char* option, T& field, bool may_change) {
+    const auto& settings = ck.meta.at("settings");
+    if (!settings.contains(key)) return;
+    const T saved = settings.at(key).get<T>();
+    if (!o.given.count(option)) {
+        field = saved;
+    } else if (!may_change && field != saved) {
+        throw std::runtime_error(std::string(option) + " " + nlohmann::json(field).dump() + " differs from the checkpoint's " +
+                                 nlohmann::json(saved).dump() + " (" + ck.path +
+                                 "): a resumed run keeps the settings that define it");
+    }
+}
+
+}  // namespace
+
+void apply_checkpoint_settings(DistOptions& o, const DistCheckpoint& ck) {
+    take(o, ck, "solver", "solver", o.solver, false);
+    take(o, ck, "data", "--data", o.data.dir, false);
+    take(o, ck, "format", "--format", o.data.format, false);
+    take(o, ck, "train_limit", "--train-limit", o.data.train_limit, false);
+    take(o, ck, "test_limit", "--test-limit", o.data.test_limit, false);
+    take(o, ck, "protocol", "--protocol", o.protocol, false);
+    take(o, ck, "n", "--n", o.n, false);
+    take(o, ck, "batch", "--batch", o.batch, false);
+    take(o, ck, "epochs", "--epochs", o.epochs, true);
+    take(o, ck, "mode", "--mode", o.mode, true);
+    take(o, ck, "lr_modulation", "--lr-modulation", o.lr_modulation, false);
+    take(o, ck, "momentum_compensation", "--momentum-compensation", o.momentum_compensation, false);
+    take(o, ck, "reference_batch", "--reference-batch", o.reference_batch, false);
+    take(o, ck, "base_lr", "--base-lr", o.base_lr, false);
+    take(o, ck, "momentum", "--momentum", o.momentum, false);
+    take(o, ck, "seed", "--seed", o.seed, false);
+    if (!o.given.count("--output")) o.output = fs::path(ck.path).parent_path().string();
+    if (o.output.empty()) o.output = ".";
+    o.warm_start.clear();  // the checkpoint replaces it
+    if (o.epochs <= ck.epoch())
+        throw std::runtime_error(ck.path + " has trained " + std::to_string(ck.epoch()) +
+                                 " epochs of " + std::to_string(o.epochs) +
+                                 " already: raise --epochs (the total) to train further");
+}
+
+}  // namespace rudra::tools

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The test suite under sanitizers: the "asan" preset (AddressSanitizer + UndefinedBehaviorSanitizer)
+# runs every doctest executable at the CPU's own ISA level; the "tsan" preset (ThreadSanitizer)
+# runs those with threads of their own: the distributed roles on the in-process transport
+# (communication threads, heartbeats) and the prefetching data thread.
+# Usage: tools/sanitize.sh [asan|tsan|all]   (default all)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+which=${1:-all}
+run_preset() {  # run_preset PRESET TESTS...
+  local preset=$1; shift
+  cmake --preset "$preset" >/dev/null
+  cmake --build "build-$preset" -j2 --target "$@"
+  local t
+  for t in "$@"; do
+    echo "sanitize: $preset $t"
+    OMP_NUM_THREADS=${omp_threads:-2} "build-$preset/test/$t"
+  done
+}
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# OpenMP's runtime (libgomp) is not built with TSan: its barriers look like races. The tests run
+# by TSan set one OpenMP thread.
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+case $which in
+  asan | all) run_preset asan test_parser test_data test_solver test_dist test_isa test_placement ;;&
+  tsan | all) omp_threads=1 run_preset tsan test_dist test_data ;;
+  asan) ;;
+  *) echo "usage: tools/sanitize.sh [asan|tsan|all]" >&2; exit 2 ;;
+esac
+echo "sanitize: passed"
