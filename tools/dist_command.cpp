@@ -390,6 +390,9 @@ void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, 
 
 int run_dist(const DistOptions& options, int* argc, char*** argv) {
     run_under_rank_guard();  // from here on, this process is the rank
+    // At once: a stop requested while the rank starts (a batch system's signal can come that
+    // early) is kept for the PS, which stops with a checkpoint as soon as its loop starts.
+    install_signal_handlers();
     // Messages go eagerly, whatever their size. UCX's rendezvous reads a large message out of
     // the sender's memory (process_vm_readv on one node), and when the sender has died in the
     // meantime UCX aborts the reader: one dead learner would take the PS with it. Measured on
@@ -397,7 +400,7 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
     // A user's own UCX_RNDV_THRESH is kept.
     setenv("UCX_RNDV_THRESH", "inf", 0);
     dist::MpiSession mpi(argc, argv);
-    install_signal_handlers();  // after MPI_Init, which installs its own for SIGUSR1
+    install_signal_handlers();  // again: MPI_Init installs its own for SIGUSR1
     DistOptions o = options;
     dist::WaitPolicy wait = dist::WaitPolicy::for_load(dist::MpiSession::ranks_on_this_node(), o.threads,
                                                        static_cast<int>(std::thread::hardware_concurrency()));
