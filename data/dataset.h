@@ -30,8 +30,13 @@ struct Dataset {
 
 // IDX (MNIST, Fashion-MNIST): an idx3 image file and an idx1 label file, gzip or plain.
 Dataset read_idx(const std::string& images_path, const std::string& labels_path);
+// The same from the files' (gunzipped) bytes; the paths name them in errors.
+Dataset parse_idx(const std::vector<uint8_t>& images, const std::string& images_path,
+                  const std::vector<uint8_t>& labels, const std::string& labels_path);
 // CIFAR-10 binary batches: records of 1 label byte + 3072 pixel bytes (3 x 32 x 32).
 Dataset read_cifar10(const std::vector<std::string>& batch_files);
+// Adds one batch file's (gunzipped) bytes to `d`; `path` names them in errors.
+void append_cifar10(Dataset& d, const std::vector<uint8_t>& bytes, const std::string& path);
 
 struct TrainTest {
     Dataset train, test;

@@ -84,8 +84,11 @@ void Dataset::truncate(int64_t n) {
 }
 
 Dataset read_idx(const std::string& images_path, const std::string& labels_path) {
-    auto ib = read_maybe_gzip(images_path);
-    auto lb = read_maybe_gzip(labels_path);
+    return parse_idx(read_maybe_gzip(images_path), images_path, read_maybe_gzip(labels_path), labels_path);
+}
+
+Dataset parse_idx(const std::vector<uint8_t>& ib, const std::string& images_path, const std::vector<uint8_t>& lb,
+                  const std::string& labels_path) {
     Idx ih = parse_idx_header(ib, images_path, 3);
     Idx lh = parse_idx_header(lb, labels_path, 1);
     if (ih.dims[0] != lh.dims[0])
@@ -104,29 +107,30 @@ Dataset read_idx(const std::string& images_path, const std::string& labels_path)
 }
 
 Dataset read_cifar10(const std::vector<std::string>& files) {
-    constexpr size_t kPixels = 3 * 32 * 32, kRecord = kPixels + 1;
     Dataset d;
+    for (const auto& path : files) append_cifar10(d, read_maybe_gzip(path), path);
+    return d;
+}
+
+void append_cifar10(Dataset& d, const std::vector<uint8_t>& b, const std::string& path) {
+    constexpr size_t kPixels = 3 * 32 * 32, kRecord = kPixels + 1;
+    if (b.empty()) throw DataError(path + ": empty file");
+    if (b.size() % kRecord)
+        throw DataError(path + ": truncated: " + std::to_string(b.size()) + " bytes is not a whole number of " +
+                        std::to_string(kRecord) + "-byte CIFAR-10 records");
     d.channels = 3;
     d.height = d.width = 32;
-    for (const auto& path : files) {
-        auto b = read_maybe_gzip(path);
-        if (b.empty()) throw DataError(path + ": empty file");
-        if (b.size() % kRecord)
-            throw DataError(path + ": truncated: " + std::to_string(b.size()) + " bytes is not a whole number of " +
-                            std::to_string(kRecord) + "-byte CIFAR-10 records");
-        for (size_t r = 0; r < b.size() / kRecord; ++r) {
-            const uint8_t label = b[r * kRecord];
-            if (label > 9)
-                throw DataError(path + ": record " + std::to_string(r) + " has label " + std::to_string(label) +
-                                " (CIFAR-10 labels are 0-9)");
-            d.labels.push_back(label);
-            d.pixels.insert(d.pixels.end(), b.begin() + r * kRecord + 1, b.begin() + (r + 1) * kRecord);
-        }
-        d.source += (d.source.empty() ? "" : ",") + path;
+    for (size_t r = 0; r < b.size() / kRecord; ++r) {
+        const uint8_t label = b[r * kRecord];
+        if (label > 9)
+            throw DataError(path + ": record " + std::to_string(r) + " has label " + std::to_string(label) +
+                            " (CIFAR-10 labels are 0-9)");
+        d.labels.push_back(label);
+        d.pixels.insert(d.pixels.end(), b.begin() + r * kRecord + 1, b.begin() + (r + 1) * kRecord);
     }
+    d.source += (d.source.empty() ? "" : ",") + path;
     d.num_classes = 10;
     d.label_source = d.source;
-    return d;
 }
 
 TrainTest load_train_test(const std::string& dir, const std::string& format) {

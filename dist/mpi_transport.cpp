@@ -5,12 +5,19 @@
 #include <mpi.h>
 
 #include <climits>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
 namespace rudra::dist {
 
 MpiSession::MpiSession(int* argc, char*** argv) {
+    // Messages go eagerly, whatever their size. UCX's rendezvous reads a large message out of
+    // the sender's memory (process_vm_readv on one node), and when the sender has died in the
+    // meantime UCX aborts the reader: one dead learner would take the PS with it. Measured on
+    // 2 cores, this costs about 17% of the images/s of a 5-rank run (bench/results/faults.md).
+    // A user's own UCX_RNDV_THRESH is kept.
+    setenv("UCX_RNDV_THRESH", "inf", 0);
     int provided = 0;
     MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
     if (provided < MPI_THREAD_MULTIPLE) {
@@ -42,6 +49,18 @@ void check(int rc, const char* call, int peer) {
                               " failed: " + std::string(text, static_cast<size_t>(len)));
 }
 
+// Tests `req` (an operation with `peer`) under the wait policy until it completes (true) or
+// keep_waiting says stop (false; the request stays posted).
+bool complete(const WaitPolicy& policy, MPI_Request& req, int peer, const KeepWaiting& keep_waiting) {
+    return policy.wait(
+        [&] {
+            int done = 0;
+            check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test", peer);
+            return done != 0;
+        },
+        keep_waiting);
+}
+
 // {ranks sharing this rank's node, this rank's index among them}
 std::pair<int, int> node_size_and_rank() {
     MPI_Comm node;
@@ -67,25 +86,13 @@ bool MpiTransport::send_while(int dest, int tag, const void* data, size_t bytes,
     if (bytes > static_cast<size_t>(INT_MAX)) throw std::runtime_error("message larger than 2 GiB");
     MPI_Request req;
     check(MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, dest, tag, MPI_COMM_WORLD, &req), "MPI_Isend", dest);
-    return policy_.wait(
-        [&] {
-            int done = 0;
-            check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test", dest);
-            return done != 0;
-        },
-        keep_waiting);
+    return complete(policy_, req, dest, keep_waiting);
 }
 
 bool MpiTransport::barrier_while(const KeepWaiting& keep_waiting) {
     MPI_Request req;
     check(MPI_Ibarrier(MPI_COMM_WORLD, &req), "MPI_Ibarrier", kAnySource);
-    return policy_.wait(
-        [&] {
-            int done = 0;
-            check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test", kAnySource);
-            return done != 0;
-        },
-        keep_waiting);
+    return complete(policy_, req, kAnySource, keep_waiting);
 }
 
 std::optional<Envelope> MpiTransport::recv_while(int source, int tag, std::vector<char>& buf,
@@ -109,14 +116,7 @@ std::optional<Envelope> MpiTransport::recv_while(int source, int tag, std::vecto
     MPI_Request req;
     check(MPI_Imrecv(buf.data(), count, MPI_BYTE, &msg, &req), "MPI_Imrecv", status.MPI_SOURCE);
     const int from = status.MPI_SOURCE;
-    const bool complete = policy_.wait(
-        [&] {
-            int done = 0;
-            check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test", from);
-            return done != 0;
-        },
-        [&] { return !sender_alive || sender_alive(from); });
-    if (!complete) {
+    if (!complete(policy_, req, from, [&] { return !sender_alive || sender_alive(from); })) {
         std::lock_guard<std::mutex> lock(abandoned_mu_);
         abandoned_.push_back(std::move(buf));
         buf = std::vector<char>();

@@ -72,12 +72,13 @@ private:
     void handle_stats(const Envelope& e);
     void after_update();
     void check_peers();
+    std::optional<Envelope> receive(double wait_s);
     void lose_learner(int learner, double silent_s);
     void stop_run(PsResult::End end, const std::string& why);
     void answer_deferred();
     void reply(int rank, int64_t have_ts);
     void reply_stop(int rank);
-    bool send_to(int rank, int tag, const std::vector<char>& bytes);
+    bool send_out(int rank, int tag);
     void send_epoch_weights(int64_t epoch, bool final, bool replay);
     void maybe_checkpoint();
     void checkpoint(const std::string& reason);

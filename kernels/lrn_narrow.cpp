@@ -26,7 +26,9 @@ namespace {
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12's headers start some values undefined
+#ifndef __clang__
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 // Shift d of a row (lane w takes lane w + d) for d = -half .. half, zero outside the row.
 struct Shifts {
@@ -73,59 +75,63 @@ RUDRA_TARGET_AVX512 inline __m512 scale_row(const float* plane, const LrnGeometr
     return _mm512_fmadd_ps(a, row_box(v, s), _mm512_set1_ps(1.0f));
 }
 
-RUDRA_TARGET_AVX512 void forward(const float* x, const LrnGeometry& g, int num, float* y, float*) {
-    const Shifts s = make_shifts(g);
-    const long plane = static_cast<long>(g.height) * g.width, planes = static_cast<long>(num) * g.channels;
+// Each pass is a plain function whose OpenMP loop calls a target("avx512f") function per plane:
+// clang outlines an OpenMP region into a function of its own, without the enclosing
+// function's target attribute, and then refuses the AVX-512 code in it.
+RUDRA_TARGET_AVX512 void forward_plane(const float* xp, const LrnGeometry& g, const Shifts& s, float* yp) {
     const __mmask16 cols = static_cast<__mmask16>((1u << g.width) - 1);
     const __m512 a = _mm512_set1_ps(g.alpha / static_cast<float>(g.local_size * g.local_size));
-#pragma omp parallel for schedule(static)
-    for (long p = 0; p < planes; ++p) {
-        const float* xp = x + p * plane;
-        float* yp = y + p * plane;
-        for (int h = 0; h < g.height; ++h) {
-            const __m512 xr = _mm512_maskz_loadu_ps(cols, xp + static_cast<long>(h) * g.width);
-            _mm512_mask_storeu_ps(yp + static_cast<long>(h) * g.width, cols,
-                                  _mm512_mul_ps(xr, inverse_three_quarters(scale_row(xp, g, s, cols, h, a))));
-        }
+    for (int h = 0; h < g.height; ++h) {
+        const __m512 xr = _mm512_maskz_loadu_ps(cols, xp + static_cast<long>(h) * g.width);
+        _mm512_mask_storeu_ps(yp + static_cast<long>(h) * g.width, cols,
+                              _mm512_mul_ps(xr, inverse_three_quarters(scale_row(xp, g, s, cols, h, a))));
     }
 }
 
-RUDRA_TARGET_AVX512 void backward(const float* x, const float*, const float* dy, const LrnGeometry& g, int num,
-                                  float* dx, float*) {
+void forward(const float* x, const LrnGeometry& g, int num, float* y, float*) {
     const Shifts s = make_shifts(g);
     const long plane = static_cast<long>(g.height) * g.width, planes = static_cast<long>(num) * g.channels;
+#pragma omp parallel for schedule(static)
+    for (long p = 0; p < planes; ++p) forward_plane(x + p * plane, g, s, y + p * plane);
+}
+
+// power and ratio: g.height x 16 floats of scratch.
+RUDRA_TARGET_AVX512 void backward_plane(const float* xp, const float* dyp, const LrnGeometry& g, const Shifts& s,
+                                        float* power, float* ratio, float* dxp) {
     const __mmask16 cols = static_cast<__mmask16>((1u << g.width) - 1);
     const float an = g.alpha / static_cast<float>(g.local_size * g.local_size);
     const __m512 a = _mm512_set1_ps(an), coeff = _mm512_set1_ps(2.0f * an * g.beta);
+    for (int h = 0; h < g.height; ++h) {
+        const long o = static_cast<long>(h) * g.width;
+        __m512 inverse;
+        const __m512 pw = inverse_three_quarters(scale_row(xp, g, s, cols, h, a), &inverse);
+        const __m512 dyx = _mm512_mul_ps(_mm512_maskz_loadu_ps(cols, dyp + o), _mm512_maskz_loadu_ps(cols, xp + o));
+        _mm512_storeu_ps(power + 16 * h, pw);
+        _mm512_storeu_ps(ratio + 16 * h, _mm512_mul_ps(dyx, _mm512_mul_ps(pw, inverse)));
+    }
+    for (int h = 0; h < g.height; ++h) {
+        const long o = static_cast<long>(h) * g.width;
+        __m512 v = _mm512_setzero_ps();
+        for (int hh = std::max(0, h - s.half); hh <= std::min(g.height - 1, h + s.half); ++hh)
+            v = _mm512_add_ps(v, _mm512_loadu_ps(ratio + 16 * hh));
+        const __m512 grad =
+            _mm512_fnmadd_ps(_mm512_mul_ps(coeff, _mm512_maskz_loadu_ps(cols, xp + o)), row_box(v, s),
+                             _mm512_mul_ps(_mm512_maskz_loadu_ps(cols, dyp + o), _mm512_loadu_ps(power + 16 * h)));
+        _mm512_mask_storeu_ps(dxp + o, cols, grad);
+    }
+}
+
+void backward(const float* x, const float*, const float* dy, const LrnGeometry& g, int num, float* dx, float*) {
+    const Shifts s = make_shifts(g);
+    const long plane = static_cast<long>(g.height) * g.width, planes = static_cast<long>(num) * g.channels;
 #pragma omp parallel
     {
         // Per row: s^-3/4, and the ratio dy x s^-3/4 / s that the second box sum adds. Stored and
         // read back whole registers at the same addresses, which store forwarding serves.
         std::vector<float> power(static_cast<size_t>(g.height) * 16), ratio(power.size());
 #pragma omp for schedule(static)
-        for (long p = 0; p < planes; ++p) {
-            const float *xp = x + p * plane, *dyp = dy + p * plane;
-            for (int h = 0; h < g.height; ++h) {
-                const long o = static_cast<long>(h) * g.width;
-                __m512 inverse;
-                const __m512 pw = inverse_three_quarters(scale_row(xp, g, s, cols, h, a), &inverse);
-                const __m512 dyx =
-                    _mm512_mul_ps(_mm512_maskz_loadu_ps(cols, dyp + o), _mm512_maskz_loadu_ps(cols, xp + o));
-                _mm512_storeu_ps(power.data() + 16 * h, pw);
-                _mm512_storeu_ps(ratio.data() + 16 * h, _mm512_mul_ps(dyx, _mm512_mul_ps(pw, inverse)));
-            }
-            float* dxp = dx + p * plane;
-            for (int h = 0; h < g.height; ++h) {
-                const long o = static_cast<long>(h) * g.width;
-                __m512 v = _mm512_setzero_ps();
-                for (int hh = std::max(0, h - s.half); hh <= std::min(g.height - 1, h + s.half); ++hh)
-                    v = _mm512_add_ps(v, _mm512_loadu_ps(ratio.data() + 16 * hh));
-                const __m512 grad = _mm512_fnmadd_ps(
-                    _mm512_mul_ps(coeff, _mm512_maskz_loadu_ps(cols, xp + o)), row_box(v, s),
-                    _mm512_mul_ps(_mm512_maskz_loadu_ps(cols, dyp + o), _mm512_loadu_ps(power.data() + 16 * h)));
-                _mm512_mask_storeu_ps(dxp + o, cols, grad);
-            }
-        }
+        for (long p = 0; p < planes; ++p)
+            backward_plane(x + p * plane, dy + p * plane, g, s, power.data(), ratio.data(), dx + p * plane);
     }
 }
 

@@ -101,131 +101,136 @@ std::vector<float> inverse_divisors(const PoolGeometry& g) {
     return inv;
 }
 
-RUDRA_TARGET_AVX512 void avg_forward(const float* x, const PoolGeometry& g, long planes, float* y, int32_t*) {
-    const Tables t = make_tables(g);
-    const std::vector<float> inv = inverse_divisors(g);
+// Each pass is a plain function whose OpenMP loop calls a target("avx512f") function per plane:
+// clang outlines an OpenMP region into a function of its own, without the enclosing
+// function's target attribute, and then refuses the AVX-512 code in it.
+RUDRA_TARGET_AVX512 void avg_forward_plane(const float* xp, const PoolGeometry& g, const Tables& t, const float* inv,
+                                           float* yp) {
     const int ph = g.pooled_h(), pw = g.pooled_w(), W = g.width;
-    const long in_plane = static_cast<long>(g.height) * W, out_plane = static_cast<long>(ph) * pw;
     const __mmask16 lo_cols = t.lo_cols, hi_cols = t.hi_cols, outputs = t.outputs;
-#pragma omp parallel for schedule(static)
-    for (long p = 0; p < planes; ++p) {
-        const float* xp = x + p * in_plane;
-        float* yp = y + p * out_plane;
-        for (int py = 0; py < ph; ++py) {
-            int hs, he;
-            window_rows(g, py, hs, he);
-            __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
-            for (int h = hs; h < he; ++h) {
-                lo = _mm512_add_ps(lo, _mm512_maskz_loadu_ps(lo_cols, xp + static_cast<long>(h) * W));
-                hi = _mm512_add_ps(hi, _mm512_maskz_loadu_ps(hi_cols, xp + static_cast<long>(h) * W + 16));
-            }
-            __m512 sum = _mm512_setzero_ps();
-            for (int kw = 0; kw < g.kernel_w; ++kw)
-                sum = _mm512_add_ps(sum, _mm512_maskz_permutex2var_ps(t.fwd_mask[kw], lo,
-                                                                      _mm512_loadu_si512(t.fwd_idx[kw]), hi));
-            _mm512_mask_storeu_ps(yp + static_cast<long>(py) * pw, outputs,
-                                  _mm512_mul_ps(sum, _mm512_loadu_ps(inv.data() + static_cast<size_t>(py) * 16)));
+    for (int py = 0; py < ph; ++py) {
+        int hs, he;
+        window_rows(g, py, hs, he);
+        __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
+        for (int h = hs; h < he; ++h) {
+            lo = _mm512_add_ps(lo, _mm512_maskz_loadu_ps(lo_cols, xp + static_cast<long>(h) * W));
+            hi = _mm512_add_ps(hi, _mm512_maskz_loadu_ps(hi_cols, xp + static_cast<long>(h) * W + 16));
         }
+        __m512 sum = _mm512_setzero_ps();
+        for (int kw = 0; kw < g.kernel_w; ++kw)
+            sum = _mm512_add_ps(sum, _mm512_maskz_permutex2var_ps(t.fwd_mask[kw], lo, _mm512_loadu_si512(t.fwd_idx[kw]), hi));
+        _mm512_mask_storeu_ps(yp + static_cast<long>(py) * pw, outputs,
+                              _mm512_mul_ps(sum, _mm512_loadu_ps(inv + static_cast<size_t>(py) * 16)));
     }
 }
 
-RUDRA_TARGET_AVX512 void avg_backward(const float* dy, const int32_t*, const PoolGeometry& g, long planes, float* dx) {
+void avg_forward(const float* x, const PoolGeometry& g, long planes, float* y, int32_t*) {
     const Tables t = make_tables(g);
     const std::vector<float> inv = inverse_divisors(g);
+    const long in_plane = static_cast<long>(g.height) * g.width, out_plane = static_cast<long>(g.pooled_h()) * g.pooled_w();
+#pragma omp parallel for schedule(static)
+    for (long p = 0; p < planes; ++p) avg_forward_plane(x + p * in_plane, g, t, inv.data(), y + p * out_plane);
+}
+
+RUDRA_TARGET_AVX512 void avg_backward_plane(const float* dyp, const PoolGeometry& g, const Tables& t, const float* inv,
+                                            float* spread, float* dxp) {
     const int ph = g.pooled_h(), pw = g.pooled_w(), W = g.width, H = g.height;
-    const long in_plane = static_cast<long>(H) * W, out_plane = static_cast<long>(ph) * pw;
     const __mmask16 lo_cols = t.lo_cols, hi_cols = t.hi_cols, outputs = t.outputs;
+    for (int py = 0; py < ph; ++py) {
+        const __m512 share = _mm512_mul_ps(_mm512_maskz_loadu_ps(outputs, dyp + static_cast<long>(py) * pw),
+                                           _mm512_loadu_ps(inv + static_cast<size_t>(py) * 16));
+        __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
+        for (int kw = 0; kw < g.kernel_w; ++kw) {
+            lo = _mm512_add_ps(lo, _mm512_maskz_permutexvar_ps(t.bwd_mask[kw][0],
+                                                               _mm512_loadu_si512(t.bwd_idx[kw][0]), share));
+            if (hi_cols)
+                hi = _mm512_add_ps(hi, _mm512_maskz_permutexvar_ps(t.bwd_mask[kw][1],
+                                                                   _mm512_loadu_si512(t.bwd_idx[kw][1]), share));
+        }
+        _mm512_storeu_ps(spread + static_cast<size_t>(py) * kMaxWidth, lo);
+        _mm512_storeu_ps(spread + static_cast<size_t>(py) * kMaxWidth + 16, hi);
+    }
+    for (int h = 0; h < H; ++h) {
+        // Output rows whose windows [py sh - pad_h, + kernel_h) hold row h.
+        const int first = std::max(0, (h + g.pad_h - g.kernel_h + g.stride_h) / g.stride_h);
+        const int last = std::min(ph - 1, (h + g.pad_h) / g.stride_h);
+        __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
+        for (int py = first; py <= last; ++py) {
+            lo = _mm512_add_ps(lo, _mm512_loadu_ps(spread + static_cast<size_t>(py) * kMaxWidth));
+            hi = _mm512_add_ps(hi, _mm512_loadu_ps(spread + static_cast<size_t>(py) * kMaxWidth + 16));
+        }
+        float* row = dxp + static_cast<long>(h) * W;
+        _mm512_mask_storeu_ps(row, lo_cols, lo);
+        _mm512_mask_storeu_ps(row + 16, hi_cols, hi);
+    }
+}
+
+void avg_backward(const float* dy, const int32_t*, const PoolGeometry& g, long planes, float* dx) {
+    const Tables t = make_tables(g);
+    const std::vector<float> inv = inverse_divisors(g);
+    const long in_plane = static_cast<long>(g.height) * g.width, out_plane = static_cast<long>(g.pooled_h()) * g.pooled_w();
 #pragma omp parallel
     {
         // Each output row's spread shares, then each input row sums those of the windows
         // covering it and is written once: no memset, and no masked store read back (which
         // does not forward).
-        std::vector<float> spread(static_cast<size_t>(ph) * kMaxWidth);
+        std::vector<float> spread(static_cast<size_t>(g.pooled_h()) * kMaxWidth);
 #pragma omp for schedule(static)
-        for (long p = 0; p < planes; ++p) {
-            const float* dyp = dy + p * out_plane;
-            for (int py = 0; py < ph; ++py) {
-                const __m512 share = _mm512_mul_ps(_mm512_maskz_loadu_ps(outputs, dyp + static_cast<long>(py) * pw),
-                                                   _mm512_loadu_ps(inv.data() + static_cast<size_t>(py) * 16));
-                __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
-                for (int kw = 0; kw < g.kernel_w; ++kw) {
-                    lo = _mm512_add_ps(lo, _mm512_maskz_permutexvar_ps(t.bwd_mask[kw][0],
-                                                                       _mm512_loadu_si512(t.bwd_idx[kw][0]), share));
-                    if (hi_cols)
-                        hi = _mm512_add_ps(hi, _mm512_maskz_permutexvar_ps(t.bwd_mask[kw][1],
-                                                                           _mm512_loadu_si512(t.bwd_idx[kw][1]), share));
-                }
-                _mm512_storeu_ps(spread.data() + static_cast<size_t>(py) * kMaxWidth, lo);
-                _mm512_storeu_ps(spread.data() + static_cast<size_t>(py) * kMaxWidth + 16, hi);
-            }
-            float* dxp = dx + p * in_plane;
-            for (int h = 0; h < H; ++h) {
-                // Output rows whose windows [py sh - pad_h, + kernel_h) hold row h.
-                const int first = std::max(0, (h + g.pad_h - g.kernel_h + g.stride_h) / g.stride_h);
-                const int last = std::min(ph - 1, (h + g.pad_h) / g.stride_h);
-                __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
-                for (int py = first; py <= last; ++py) {
-                    lo = _mm512_add_ps(lo, _mm512_loadu_ps(spread.data() + static_cast<size_t>(py) * kMaxWidth));
-                    hi = _mm512_add_ps(hi, _mm512_loadu_ps(spread.data() + static_cast<size_t>(py) * kMaxWidth + 16));
-                }
-                float* row = dxp + static_cast<long>(h) * W;
-                _mm512_mask_storeu_ps(row, lo_cols, lo);
-                _mm512_mask_storeu_ps(row + 16, hi_cols, hi);
-            }
-        }
+        for (long p = 0; p < planes; ++p)
+            avg_backward_plane(dy + p * out_plane, g, t, inv.data(), spread.data(), dx + p * in_plane);
     }
 }
 
-RUDRA_TARGET_AVX512 void max_forward(const float* x, const PoolGeometry& g, long planes, float* y,
-                                     int32_t* argmax) {
-    const Tables t = make_tables(g);
+RUDRA_TARGET_AVX512 void max_forward_plane(const float* xp, const PoolGeometry& g, const Tables& t, float* yp,
+                                           int32_t* ap) {
     const int ph = g.pooled_h(), pw = g.pooled_w(), W = g.width;
-    const long in_plane = static_cast<long>(g.height) * W, out_plane = static_cast<long>(ph) * pw;
     const __mmask16 lo_cols = t.lo_cols, hi_cols = t.hi_cols, outputs = t.outputs;
     const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-#pragma omp parallel for schedule(static)
-    for (long p = 0; p < planes; ++p) {
-        const float* xp = x + p * in_plane;
-        float* yp = y + p * out_plane;
-        int32_t* ap = argmax + p * out_plane;
-        for (int py = 0; py < ph; ++py) {
-            int hs, he;
-            window_rows(g, py, hs, he);
-            // Column maxima over the window's rows and their input indices.
-            __m512 lo = _mm512_maskz_loadu_ps(lo_cols, xp + static_cast<long>(hs) * W),
-                   hi = _mm512_maskz_loadu_ps(hi_cols, xp + static_cast<long>(hs) * W + 16);
-            __m512i ilo = _mm512_add_epi32(iota, _mm512_set1_epi32(hs * W)),
-                    ihi = _mm512_add_epi32(iota, _mm512_set1_epi32(hs * W + 16));
-            for (int h = hs + 1; h < he; ++h) {
-                const __m512 vlo = _mm512_maskz_loadu_ps(lo_cols, xp + static_cast<long>(h) * W),
-                             vhi = _mm512_maskz_loadu_ps(hi_cols, xp + static_cast<long>(h) * W + 16);
-                const __mmask16 tlo = _mm512_cmp_ps_mask(vlo, lo, _CMP_GT_OQ),
-                                thi = _mm512_cmp_ps_mask(vhi, hi, _CMP_GT_OQ);
-                lo = _mm512_mask_blend_ps(tlo, lo, vlo);
-                hi = _mm512_mask_blend_ps(thi, hi, vhi);
-                ilo = _mm512_mask_blend_epi32(tlo, ilo, _mm512_add_epi32(iota, _mm512_set1_epi32(h * W)));
-                ihi = _mm512_mask_blend_epi32(thi, ihi, _mm512_add_epi32(iota, _mm512_set1_epi32(h * W + 16)));
-            }
-            // Across the window's columns: the larger value, or the smaller index among equals.
-            __m512 best = _mm512_setzero_ps();
-            __m512i arg = _mm512_set1_epi32(-1);
-            __mmask16 seen = 0;
-            for (int kw = 0; kw < g.kernel_w; ++kw) {
-                const __mmask16 in = t.fwd_mask[kw];
-                const __m512i idx = _mm512_loadu_si512(t.fwd_idx[kw]);
-                const __m512 v = _mm512_permutex2var_ps(lo, idx, hi);
-                const __m512i i = _mm512_permutex2var_epi32(ilo, idx, ihi);
-                const __mmask16 take =
-                    in & (~seen | _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ) |
-                          (_mm512_cmp_ps_mask(v, best, _CMP_EQ_OQ) & _mm512_cmplt_epi32_mask(i, arg)));
-                seen |= in;
-                best = _mm512_mask_blend_ps(take, best, v);
-                arg = _mm512_mask_blend_epi32(take, arg, i);
-            }
-            _mm512_mask_storeu_ps(yp + static_cast<long>(py) * pw, outputs, best);
-            _mm512_mask_storeu_epi32(ap + static_cast<long>(py) * pw, outputs, arg);
+    for (int py = 0; py < ph; ++py) {
+        int hs, he;
+        window_rows(g, py, hs, he);
+        // Column maxima over the window's rows and their input indices.
+        __m512 lo = _mm512_maskz_loadu_ps(lo_cols, xp + static_cast<long>(hs) * W),
+               hi = _mm512_maskz_loadu_ps(hi_cols, xp + static_cast<long>(hs) * W + 16);
+        __m512i ilo = _mm512_add_epi32(iota, _mm512_set1_epi32(hs * W)),
+                ihi = _mm512_add_epi32(iota, _mm512_set1_epi32(hs * W + 16));
+        for (int h = hs + 1; h < he; ++h) {
+            const __m512 vlo = _mm512_maskz_loadu_ps(lo_cols, xp + static_cast<long>(h) * W),
+                         vhi = _mm512_maskz_loadu_ps(hi_cols, xp + static_cast<long>(h) * W + 16);
+            const __mmask16 tlo = _mm512_cmp_ps_mask(vlo, lo, _CMP_GT_OQ),
+                            thi = _mm512_cmp_ps_mask(vhi, hi, _CMP_GT_OQ);
+            lo = _mm512_mask_blend_ps(tlo, lo, vlo);
+            hi = _mm512_mask_blend_ps(thi, hi, vhi);
+            ilo = _mm512_mask_blend_epi32(tlo, ilo, _mm512_add_epi32(iota, _mm512_set1_epi32(h * W)));
+            ihi = _mm512_mask_blend_epi32(thi, ihi, _mm512_add_epi32(iota, _mm512_set1_epi32(h * W + 16)));
         }
+        // Across the window's columns: the larger value, or the smaller index among equals.
+        __m512 best = _mm512_setzero_ps();
+        __m512i arg = _mm512_set1_epi32(-1);
+        __mmask16 seen = 0;
+        for (int kw = 0; kw < g.kernel_w; ++kw) {
+            const __mmask16 in = t.fwd_mask[kw];
+            const __m512i idx = _mm512_loadu_si512(t.fwd_idx[kw]);
+            const __m512 v = _mm512_permutex2var_ps(lo, idx, hi);
+            const __m512i i = _mm512_permutex2var_epi32(ilo, idx, ihi);
+            const __mmask16 take =
+                in & (~seen | _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ) |
+                      (_mm512_cmp_ps_mask(v, best, _CMP_EQ_OQ) & _mm512_cmplt_epi32_mask(i, arg)));
+            seen |= in;
+            best = _mm512_mask_blend_ps(take, best, v);
+            arg = _mm512_mask_blend_epi32(take, arg, i);
+        }
+        _mm512_mask_storeu_ps(yp + static_cast<long>(py) * pw, outputs, best);
+        _mm512_mask_storeu_epi32(ap + static_cast<long>(py) * pw, outputs, arg);
     }
+}
+
+void max_forward(const float* x, const PoolGeometry& g, long planes, float* y, int32_t* argmax) {
+    const Tables t = make_tables(g);
+    const long in_plane = static_cast<long>(g.height) * g.width, out_plane = static_cast<long>(g.pooled_h()) * g.pooled_w();
+#pragma omp parallel for schedule(static)
+    for (long p = 0; p < planes; ++p)
+        max_forward_plane(x + p * in_plane, g, t, y + p * out_plane, argmax + p * out_plane);
 }
 
 }  // namespace

@@ -23,7 +23,7 @@ void put(std::string& out, T v) {
 
 void put_floats(std::string& out, const std::vector<float>& v) {
     put<uint64_t>(out, v.size());
-    out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+    if (!v.empty()) out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
 }
 
 class Reader {
@@ -48,7 +48,7 @@ public:
         uint64_t n = get<uint64_t>(what);
         if (n > (b_.size() - pos_) / sizeof(float)) fail(std::string("truncated: ") + what + " needs " + std::to_string(n) + " floats");
         std::vector<float> v(n);
-        std::memcpy(v.data(), b_.data() + pos_, n * sizeof(float));
+        if (n) std::memcpy(v.data(), b_.data() + pos_, n * sizeof(float));  // data() may be null when empty
         pos_ += n * sizeof(float);
         return v;
     }
@@ -68,7 +68,9 @@ private:
 
 }  // namespace
 
-void write_snapshot(const std::string& path, const Snapshot& s) {
+void write_snapshot(const std::string& path, const Snapshot& s) { write_file_atomically(path, snapshot_bytes(s)); }
+
+std::string snapshot_bytes(const Snapshot& s) {
     std::string out(kMagic, sizeof kMagic);
     put<uint32_t>(out, kSnapshotVersion);
     put<uint64_t>(out, s.iteration);
@@ -81,13 +83,17 @@ void write_snapshot(const std::string& path, const Snapshot& s) {
     put<uint64_t>(out, s.metadata.size());
     out += s.metadata;
     put<uint32_t>(out, static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(out.data()), out.size())));
-    write_file_atomically(path, out);
+    return out;
 }
 
 Snapshot read_snapshot(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
     if (!f) throw std::runtime_error(path + ": cannot open snapshot");
-    std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    return parse_snapshot(bytes, path);
+}
+
+Snapshot parse_snapshot(const std::string& bytes, const std::string& path) {
     Reader r(bytes, path);
     if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
         r.fail("not a rudra snapshot (bad magic)");

@@ -29,7 +29,11 @@ struct Snapshot {
 constexpr uint32_t kSnapshotVersion = 2;
 
 void write_snapshot(const std::string& path, const Snapshot& s);
+// The bytes write_snapshot writes.
+std::string snapshot_bytes(const Snapshot& s);
 // Throws std::runtime_error naming the file and the problem (bad magic, version, size, checksum).
 Snapshot read_snapshot(const std::string& path);
+// The same from the file's bytes; `path` names them in errors.
+Snapshot parse_snapshot(const std::string& bytes, const std::string& path);
 
 }  // namespace rudra::nn

@@ -48,10 +48,13 @@ SolverSpec parse_solver_spec(const std::string& text, const std::string& file) {
     fs::path np(net);
     const fs::path dir = fs::path(file).parent_path();
     // Caffe's own solvers name nets from the Caffe root ("examples/cifar10/..."); a net kept
-    // beside its solver is found too.
-    if (np.is_relative() && !fs::exists(np))
-        np = fs::exists(dir / np) ? dir / np : dir / np.filename();
-    if (!net.empty() && !fs::exists(np)) r.fail(*r.field("net"), "net file '" + net + "' not found (looked in the working directory and in " + (dir.empty() ? "." : dir.string()) + ")");
+    // beside its solver is found too. A path the system refuses (too long, say) is not found.
+    auto exists = [](const fs::path& p) {
+        std::error_code ec;
+        return fs::exists(p, ec);
+    };
+    if (np.is_relative() && !exists(np)) np = exists(dir / np) ? dir / np : dir / np.filename();
+    if (!net.empty() && !exists(np)) r.fail(*r.field("net"), "net file '" + net + "' not found (looked in the working directory and in " + (dir.empty() ? "." : dir.string()) + ")");
     s.net = np.lexically_normal().string();
 
     s.lr.base_lr = r.number("base_lr", 0.01, 0.0, kBig);

@@ -5,12 +5,7 @@
 # with a clear error instead of hanging.
 # Usage: dist_test.sh RUDRA_BINARY SOURCE_DIR
 . "$(dirname "$0")/harness.sh" "$@"
-data=$work/data
-mkdir -p "$data"
-mkdata "$data" train 960 1
-mkdata "$data" t10k 200 2
-solver=$src/models/cifar10_full_28/cifar10_full_28_solver.prototxt
-export OMP_NUM_THREADS=1
+mpi_test_setup
 
 run() {  # run NAME RANKS ARGS... : a distributed run that must succeed within 180 s and log $epochs epochs
   local name=$1 ranks=$2; shift 2

@@ -5,16 +5,11 @@
 #   SIGSTOP of a learner under async: the run completes and writes final.rudra
 #   kill -9 of the whole job under hardsync, then --resume: final weights identical to a straight run
 #   kill -9 of a learner under hardsync: the run stops within 30 s naming it; --resume with fewer learners
-#   SIGTERM to mpiexec: a checkpoint, exit 130, and --resume finishes the run
+#   SIGTERM to the ranks: a checkpoint, exit 130, and --resume finishes the run; Ctrl-C: a checkpoint
 #   kill -9 of the PS: every rank gone within 30 s with a message
 # Usage: fault_test.sh RUDRA_BINARY SOURCE_DIR
 . "$(dirname "$0")/harness.sh" "$@"
-data=$work/data
-mkdir -p "$data"
-mkdata "$data" train 960 1
-mkdata "$data" t10k 200 2
-solver=$src/models/cifar10_full_28/cifar10_full_28_solver.prototxt
-export OMP_NUM_THREADS=1
+mpi_test_setup
 common=(--data "$data" --batch 16 --peer-timeout 3)
 
 # The process of rank R (the child of its rank guard) among this test's runs.
@@ -130,10 +125,12 @@ grep -q 'with 2 learners instead of 3' "$work/hs_lost_resumed.log" && pass || fa
 [ "$(epochs_logged "$work/hs_lost")" = 4 ] && [ -s "$work/hs_lost/final.rudra" ] && pass ||
   fail "hs_lost resumed: 4 epochs and final.rudra"
 
-# 5. SIGTERM to mpiexec (a batch system's time limit): a checkpoint, exit 130; --resume finishes.
+# 5. SIGTERM to every rank (what a batch system sends at a time limit: Slurm signals each task
+# of the step): a checkpoint, exit 130; --resume finishes.
 start term 5 --protocol softsync --n 1 --epochs 8
 wait_for "$work/term/metrics.jsonl" '"epoch":2,' || fail "term: no epoch 2"
-pkill -TERM -P "$(cat "$work/term.pid")" -x mpiexec
+proxy=$(pgrep -P "$(pgrep -P "$(cat "$work/term.pid")" -x mpiexec)" -x hydra_pmi_proxy)
+pkill -TERM -P "$proxy" -x rudra
 t0=$(date +%s%N)
 finish_run term
 echo "term: the job ended $((($(date +%s%N) - t0) / 1000000)) ms after SIGTERM"
@@ -145,6 +142,18 @@ if timeout -k 5 150 mpiexec -n 5 "$rudra" dist --resume "$work/term" >"$work/ter
 else fail "term resumed: exit $?"; tail -20 "$work/term_resumed.log"; fi
 [ "$(grep -o '"event":"epoch","protocol":"1-softsync","epoch":[0-9]*' "$work/term/metrics.jsonl" | sed 's/.*://' | tr '\n' ' ')" = "1 2 3 4 5 6 7 8 " ] &&
   pass || fail "term resumed: epochs 1-8 once each"
+
+# 5b. Ctrl-C (SIGINT to mpiexec, which passes it on): a checkpoint and a stopped event. The exit
+# code is 130 or 0: once mpiexec is signalled, hydra reports 0 for every rank that exits after
+# its cleanup began.
+start ctrl_c 5 --protocol async --epochs 8
+wait_for "$work/ctrl_c/metrics.jsonl" '"epoch":1,' || fail "ctrl_c: no epoch 1"
+pkill -INT -P "$(cat "$work/ctrl_c.pid")" -x mpiexec
+finish_run ctrl_c
+[ "$rc" = 130 ] || [ "$rc" = 0 ] && pass || fail "ctrl_c: exit $rc"
+grep -q 'PS: checkpoint (signal)' "$work/ctrl_c.log" && grep -q '"event":"stopped","reason":"signal"' "$work/ctrl_c/metrics.jsonl" &&
+  pass || { fail "ctrl_c: checkpoint and stopped event"; tail "$work/ctrl_c.log"; }
+no_leftovers ctrl_c
 
 # 6. kill -9 of the PS: every other rank ends within 30 s and says why.
 start ps_kill 5 --protocol async --epochs 30

@@ -5,7 +5,7 @@ set -u
 rudra=$1
 src=$2
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap '[ -n "${KEEP_WORK:-}" ] || rm -rf "$work"' EXIT
 failures=0
 passes=0
 pass() { passes=$((passes + 1)); }
@@ -32,4 +32,15 @@ mkdata() {  # mkdata DIR PREFIX COUNT SEED
       } }
       print $im $img; print $lb chr($k);
     }' "$@"
+}
+
+# The small IDX set of the MPI tests (960 training and 200 test images) in $work/data, the solver
+# they train, and one OpenMP thread per rank.
+mpi_test_setup() {
+  data=$work/data
+  mkdir -p "$data"
+  mkdata "$data" train 960 1
+  mkdata "$data" t10k 200 2
+  solver=$src/models/cifar10_full_28/cifar10_full_28_solver.prototxt
+  export OMP_NUM_THREADS=1
 }

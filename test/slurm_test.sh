@@ -9,11 +9,7 @@
 starter=$(readlink -f "$3")
 rudra=$(readlink -f "$rudra")
 src=$(readlink -f "$src")
-data=$work/data
-mkdir -p "$data"
-mkdata "$data" train 960 1
-mkdata "$data" t10k 200 2
-solver=$src/models/cifar10_full_28/cifar10_full_28_solver.prototxt
+mpi_test_setup
 slurm=$work/slurm
 trap 'bash "$starter" stop "$slurm" >/dev/null 2>&1; rm -rf "$work"' EXIT
 # 8 CPUs advertised, so that 5 tasks fit on a 2-core machine.

@@ -393,12 +393,6 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
     // At once: a stop requested while the rank starts (a batch system's signal can come that
     // early) is kept for the PS, which stops with a checkpoint as soon as its loop starts.
     install_signal_handlers();
-    // Messages go eagerly, whatever their size. UCX's rendezvous reads a large message out of
-    // the sender's memory (process_vm_readv on one node), and when the sender has died in the
-    // meantime UCX aborts the reader: one dead learner would take the PS with it. Measured on
-    // 2 cores, this costs about 20% of the images/s of a 5-rank run (bench/results/faults.md).
-    // A user's own UCX_RNDV_THRESH is kept.
-    setenv("UCX_RNDV_THRESH", "inf", 0);
     dist::MpiSession mpi(argc, argv);
     install_signal_handlers();  // again: MPI_Init installs its own for SIGUSR1
     DistOptions o = options;

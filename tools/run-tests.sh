@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: set up, build, run every test with ctest (the kernel
 # and layer tests once per ISA level and once as an AVX2-only CPU under qemu among them), then
-# the Slurm batch script under a one-node Slurm (test/slurm_test.sh), then the POWER build's
+# the Slurm batch script under a one-node Slurm (test/slurm_test.sh), the unit tests under
+# sanitizers (tools/sanitize.sh; skipped with RUDRA_SKIP_SANITIZE=1), then the POWER build's
 # kernel and layer tests under emulation (tools/power-ci.sh; skipped with RUDRA_SKIP_POWER=1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +25,10 @@ if [ "${RUDRA_SKIP_SLURM:-0}" != 1 ] && [ -f "$starter" ] && [ "$(id -u)" -eq 0 
   timeout -k 10 1500 bash test/slurm_test.sh build/rudra "$PWD" "$starter"
 else
   echo "run-tests: the Slurm test was not run (no Slurm starter at $starter, not root, or RUDRA_SKIP_SLURM=1)"
+fi
+# The unit tests again under AddressSanitizer+UBSan and ThreadSanitizer (tools/sanitize.sh).
+if [ "${RUDRA_SKIP_SANITIZE:-0}" != 1 ]; then
+  bash tools/sanitize.sh all
 fi
 if [ "${RUDRA_SKIP_POWER:-0}" != 1 ]; then
   bash tools/power-ci.sh

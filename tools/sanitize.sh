@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test suite under sanitizers: the "asan" preset (AddressSanitizer + UndefinedBehaviorSanitizer)
-# runs every doctest executable at the CPU's own ISA level; the "tsan" preset (ThreadSanitizer)
+# runs every doctest executable at the CPU's own ISA level and replays the fuzz corpora; the
+# "tsan" preset (ThreadSanitizer)
 # runs those with threads of their own: the distributed roles on the in-process transport
 # (communication threads, heartbeats) and the prefetching data thread.
 # Usage: tools/sanitize.sh [asan|tsan|all]   (default all)
@@ -14,7 +15,11 @@ run_preset() {  # run_preset PRESET TESTS...
   local t
   for t in "$@"; do
     echo "sanitize: $preset $t"
-    OMP_NUM_THREADS=${omp_threads:-2} "build-$preset/test/$t"
+    case $t in
+      # A fuzz target's replay runs over its saved corpus (test/fuzz/corpus/NAME).
+      fuzz_*_replay) name=${t#fuzz_}; "build-$preset/test/$t" "test/fuzz/corpus/${name%_replay}" ;;
+      *) OMP_NUM_THREADS=${omp_threads:-2} "build-$preset/test/$t" ;;
+    esac
   done
 }
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
@@ -23,7 +28,8 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # by TSan set one OpenMP thread.
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
 case $which in
-  asan | all) run_preset asan test_parser test_data test_solver test_dist test_isa test_placement ;;&
+  asan | all) run_preset asan test_parser test_data test_solver test_dist test_isa test_placement \
+                fuzz_prototxt_replay fuzz_idx_replay fuzz_cifar_replay fuzz_snapshot_replay ;;&
   tsan | all) omp_threads=1 run_preset tsan test_dist test_data ;;
   asan) ;;
   *) echo "usage: tools/sanitize.sh [asan|tsan|all]" >&2; exit 2 ;;
