@@ -1,5 +1,6 @@
 #include "dist/inprocess_transport.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace rudra::dist {
@@ -47,6 +48,34 @@ std::optional<Envelope> InProcessTransport::recv_while(int source, int tag, std:
             hub_.cv_.wait_for(lock, std::chrono::milliseconds(10));  // asks keep_waiting again
         }
     }
+}
+
+void InProcessSumGroup::start(float* data, size_t count) {
+    std::lock_guard<std::mutex> lock(hub_.mu_);
+    InProcessSumHub::Op& op = hub_.ops_[next_++];
+    if (op.data.empty()) {
+        op.data.assign(static_cast<size_t>(hub_.members_), nullptr);
+        op.count = count;
+    }
+    if (op.count != count) throw std::logic_error("InProcessSumGroup: members posted sums of different sizes");
+    op.data[static_cast<size_t>(index_)] = data;
+    if (++op.posted < hub_.members_) return;
+    std::vector<float> sum(op.data[0], op.data[0] + count);
+    for (size_t m = 1; m < op.data.size(); ++m)
+        for (size_t i = 0; i < count; ++i) sum[i] += op.data[m][i];
+    for (float* d : op.data) std::copy(sum.begin(), sum.end(), d);
+    op.done = true;
+    hub_.cv_.notify_all();
+}
+
+bool InProcessSumGroup::wait_all(const KeepWaiting& keep_waiting) {
+    std::unique_lock<std::mutex> lock(hub_.mu_);
+    for (; first_open_ < next_; ++first_open_) {
+        while (!hub_.cv_.wait_for(lock, std::chrono::milliseconds(10), [&] { return hub_.ops_.at(first_open_).done; }))
+            if (keep_waiting && !keep_waiting()) return false;
+        if (++hub_.ops_.at(first_open_).collected == hub_.members_) hub_.ops_.erase(first_open_);
+    }
+    return true;
 }
 
 }  // namespace rudra::dist

@@ -6,6 +6,10 @@
 #include <memory>
 #include <mutex>
 
+#include <map>
+#include <vector>
+
+#include "dist/allreduce.h"
 #include "dist/transport.h"
 
 namespace rudra::dist {
@@ -41,6 +45,41 @@ public:
 private:
     InProcessHub& hub_;
     int rank_;
+};
+
+// The sums of a group of threads: each sum completes when every member has posted it, summed
+// in member order by the last to post, so that every member gets the same bits.
+class InProcessSumHub {
+public:
+    explicit InProcessSumHub(int members) : members_(members) {}
+
+private:
+    friend class InProcessSumGroup;
+    struct Op {
+        std::vector<float*> data;
+        size_t count = 0;
+        int posted = 0, collected = 0;
+        bool done = false;
+    };
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::map<long, Op> ops_;  // by sequence number
+    int members_;
+};
+
+class InProcessSumGroup final : public SumGroup {
+public:
+    InProcessSumGroup(InProcessSumHub& hub, int index) : hub_(hub), index_(index) {}
+    int members() const override { return hub_.members_; }
+    int index() const override { return index_; }
+    void start(float* data, size_t count) override;
+    void progress() override {}
+    bool wait_all(const KeepWaiting& keep_waiting = {}) override;
+
+private:
+    InProcessSumHub& hub_;
+    int index_;
+    long next_ = 0, first_open_ = 0;  // this member's sums [first_open_, next_) are not collected yet
 };
 
 }  // namespace rudra::dist

@@ -4,6 +4,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <stdexcept>
@@ -124,6 +125,50 @@ std::optional<Envelope> MpiTransport::recv_while(int source, int tag, std::vecto
                                   " stopped arriving");
     }
     return Envelope{status.MPI_SOURCE, status.MPI_TAG, static_cast<size_t>(count)};
+}
+
+MpiSumGroup::MpiSumGroup(bool member, WaitPolicy policy) : policy_(policy) {
+    // A sum advances one round at a time, and each round waits for the slowest member to test
+    // again: the point-to-point policy's 2 ms sleeps made the all-reduce wait 4.7 s against 1.0 s
+    // of compute with 3 learners on 2 cores; 50 us, 0.4 s (and 1,620 images/s instead of 510).
+    policy_.sleep_us = std::min(policy_.sleep_us, 50);
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    check(MPI_Comm_split(MPI_COMM_WORLD, member ? 0 : MPI_UNDEFINED, rank, &comm_), "MPI_Comm_split", kAnySource);
+    if (comm_ != MPI_COMM_NULL) {
+        MPI_Comm_size(comm_, &members_);
+        MPI_Comm_rank(comm_, &index_);
+    }
+}
+
+MpiSumGroup::~MpiSumGroup() {
+    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+void MpiSumGroup::start(float* data, size_t count) {
+    if (comm_ == MPI_COMM_NULL) throw std::logic_error("MpiSumGroup: this rank is not a member");
+    if (count > static_cast<size_t>(INT_MAX)) throw std::runtime_error("all-reduce bucket larger than 2^31 floats");
+    MPI_Request req;
+    check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm_, &req),
+          "MPI_Iallreduce", kAnySource);
+    pending_.push_back(req);
+}
+
+void MpiSumGroup::progress() {
+    if (pending_.empty()) return;
+    int done = 0;
+    check(MPI_Testall(static_cast<int>(pending_.size()), pending_.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall",
+          kAnySource);
+    if (done) pending_.clear();
+}
+
+bool MpiSumGroup::wait_all(const KeepWaiting& keep_waiting) {
+    return policy_.wait(
+        [&] {
+            progress();
+            return pending_.empty();
+        },
+        keep_waiting);
 }
 
 }  // namespace rudra::dist

@@ -5,6 +5,9 @@
 #include <mutex>
 #include <vector>
 
+#include <mpi.h>
+
+#include "dist/allreduce.h"
 #include "dist/transport.h"
 #include "dist/wait_policy.h"
 
@@ -49,6 +52,27 @@ private:
     int rank_ = 0, size_ = 1;
     std::mutex abandoned_mu_;
     std::vector<std::vector<char>> abandoned_;  // buffers of receives whose senders stopped
+};
+
+// The learners' sums (MPI_Iallreduce on a communicator of the member ranks). Every rank of the
+// job constructs one (MPI_Comm_split is collective); `member` says whether it is in the group.
+class MpiSumGroup final : public SumGroup {
+public:
+    MpiSumGroup(bool member, WaitPolicy policy);
+    ~MpiSumGroup() override;
+    MpiSumGroup(const MpiSumGroup&) = delete;
+    MpiSumGroup& operator=(const MpiSumGroup&) = delete;
+    int members() const override { return members_; }
+    int index() const override { return index_; }
+    void start(float* data, size_t count) override;
+    void progress() override;
+    bool wait_all(const KeepWaiting& keep_waiting = {}) override;
+
+private:
+    WaitPolicy policy_;
+    MPI_Comm comm_ = MPI_COMM_NULL;
+    int members_ = 0, index_ = -1;
+    std::vector<MPI_Request> pending_;
 };
 
 }  // namespace rudra::dist

@@ -8,13 +8,14 @@ Protocol Protocol::parse(const std::string& name, int learners, int n) {
     if (learners < 1) throw std::runtime_error("no learners: start at least 3 ranks (PS, statistics server, learners)");
     if (name == "hardsync") return hardsync(learners);
     if (name == "async") return async(learners);
+    if (name == "allreduce") return allreduce(learners);
     if (name == "softsync") {
         if (n < 1 || n > learners)
             throw std::runtime_error("--n " + std::to_string(n) + " must be in [1, " + std::to_string(learners) +
                                      "] (the number of learners)");
         return softsync(learners, n);
     }
-    throw std::runtime_error("unknown protocol '" + name + "' (hardsync, softsync, async)");
+    throw std::runtime_error("unknown protocol '" + name + "' (hardsync, softsync, async, allreduce)");
 }
 
 std::string Protocol::name() const {
@@ -22,6 +23,7 @@ std::string Protocol::name() const {
         case Kind::HardSync: return "hardsync";
         case Kind::SoftSync: return std::to_string(n_) + "-softsync";
         case Kind::Async: return "async";
+        case Kind::AllReduce: return "allreduce";
     }
     return "?";
 }
@@ -31,6 +33,7 @@ int Protocol::gradients_per_update() const {
         case Kind::HardSync: return learners_;
         case Kind::SoftSync: return learners_ / n_ > 0 ? learners_ / n_ : 1;
         case Kind::Async: return 1;
+        case Kind::AllReduce: return learners_;
     }
     return 1;
 }

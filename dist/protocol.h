@@ -22,14 +22,16 @@ public:
         HardSync,  // c = lambda gradients, all computed on the same weights
         SoftSync,  // n-softsync: c = floor(lambda / n) gradients from any learners
         Async,     // Downpour-style: every gradient is applied when it arrives
+        AllReduce,  // no PS: every learner sums all gradients (MPI all-reduce) and steps alike
     };
 
-    // "hardsync", "softsync" (n in [1, learners]) or "async" for `learners` learners; throws
+    // "hardsync", "softsync" (n in [1, learners]), "async" or "allreduce" for `learners` learners; throws
     // naming the choices or the range.
     static Protocol parse(const std::string& name, int learners, int n = 1);
     static Protocol hardsync(int learners) { return Protocol(Kind::HardSync, learners, 1); }
     static Protocol softsync(int learners, int n) { return Protocol(Kind::SoftSync, learners, n); }
     static Protocol async(int learners = 1) { return Protocol(Kind::Async, learners, 1); }
+    static Protocol allreduce(int learners) { return Protocol(Kind::AllReduce, learners, 1); }
 
     // The same protocol over `live` learners, when others were lost: n-softsync keeps its n (at
     // most `live`), so an update averages floor(live / n) gradients.
@@ -49,8 +51,8 @@ public:
     LrModulation default_modulation() const {
         return kind_ == Kind::SoftSync ? LrModulation::Average : LrModulation::None;
     }
-    // Every protocol here runs on a parameter server (the decentralized methods will not).
-    bool has_parameter_server() const { return true; }
+    // All-reduce runs without a parameter server: rank 0 is a learner.
+    bool has_parameter_server() const { return kind_ != Kind::AllReduce; }
 
 private:
     Protocol(Kind kind, int learners, int n) : kind_(kind), learners_(learners), n_(n) {}

@@ -235,4 +235,11 @@ void Net::backward() {
     for (size_t i = layers_.size(); i-- > 0;) backward_layer(i);
 }
 
+void Net::backward(const std::function<void(size_t layer)>& after_layer) {
+    for (size_t i = layers_.size(); i-- > 0;) {
+        backward_layer(i);
+        after_layer(i);
+    }
+}
+
 }  // namespace rudra::nn

@@ -3,6 +3,7 @@
 // share. forward()/backward() allocate nothing.
 #pragma once
 #include <array>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +31,10 @@ public:
 
     float forward();  // returns the weighted sum of the losses
     void backward();  // accumulates into params().grads()
+    // The same, calling after_layer(i) once layer i's backward pass is done (from the last layer
+    // to the first): from then on the gradients of layer i's parameters are final, and a
+    // distributed run may start sending them while the earlier layers compute.
+    void backward(const std::function<void(size_t layer)>& after_layer);
     void forward_layer(size_t i);
     void backward_layer(size_t i);
 

@@ -119,7 +119,9 @@ nn::Solver& TrainingSession::solver() {
 
 int TrainingSession::batch() const { return train_net_ ? train_net_->batch() : test_net_->batch(); }
 
-double TrainingSession::compute_gradient(const data::Batch& b) {
+double TrainingSession::compute_gradient(const data::Batch& b) { return compute_gradient(b, [](size_t) {}); }
+
+double TrainingSession::compute_gradient(const data::Batch& b, const std::function<void(size_t layer)>& after_layer) {
     nn::Net& net = train_net();
     nn::Blob& x = net.input_data();
     nn::Blob& y = *net.input_label();
@@ -130,7 +132,7 @@ double TrainingSession::compute_gradient(const data::Batch& b) {
     if (!std::isfinite(loss))
         throw Diverged(loss, "training diverged at sample " + std::to_string(b.first_position) + " (loss " +
                                  std::to_string(loss) + "); lower base_lr");
-    net.backward();
+    net.backward(after_layer);
     return loss;
 }
 

@@ -5,6 +5,7 @@
 // server are built on it; nothing here knows about MPI.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -78,6 +79,8 @@ public:
     // The gradient of one mini-batch into params().grads() (zeroed first); returns the loss.
     // Throws Diverged when the loss is not finite.
     double compute_gradient(const data::Batch& batch);
+    // The same, calling after_layer(i) as each layer's backward pass ends (nn::Net::backward).
+    double compute_gradient(const data::Batch& batch, const std::function<void(size_t layer)>& after_layer);
     // compute_gradient, then the solver's update as iteration `iteration` of its schedule.
     double step(const data::Batch& batch, int64_t iteration);
     // Top-1 accuracy and mean cross-entropy of the current parameters over the whole test set.

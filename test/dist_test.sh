@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # MPI runs of `rudra dist` (separate processes under mpiexec, oversubscribed on this machine):
-# every protocol and mode trains on a small generated IDX set, ends cleanly within a bound, and
+# every protocol and mode (all-reduce included) trains on a small generated IDX set, ends cleanly within a bound, and
 # leaves metrics, staleness and a final snapshot that `rudra test` reads; bad settings fail
 # with a clear error instead of hanging.
 # Usage: dist_test.sh RUDRA_BINARY SOURCE_DIR
@@ -41,6 +41,22 @@ grep -q '"mb16ic1ih28' "$work/auto-cache.json" && grep -q '"mb100ic1ih28' "$work
   fail "auto: the cache holds the learners' shapes and the statistics server's"
 run many 16 --protocol softsync --n 2 --wait-sleep-us 50
 
+# All-reduce, no PS: rank 0 and ranks 2-3 learn, rank 1 tests. Deterministic, and it learns.
+allreduce() {  # allreduce NAME
+  if timeout -k 5 180 mpiexec -n 4 "$rudra" dist "$solver" --data "$data" --epochs 2 --batch 16 --protocol allreduce \
+      -o "$work/$1" >"$work/$1.log" 2>&1; then pass; else fail "$1: exit $?"; tail -20 "$work/$1.log"; fi
+  [ "$(grep -c '"event":"epoch","protocol":"allreduce"' "$work/$1/metrics.jsonl")" = 2 ] && pass || fail "$1: 2 epoch lines"
+}
+allreduce allreduce
+grep -q 'allreduce: 3 learners' "$work/allreduce.log" && pass || fail "allreduce: 3 learners"
+if timeout 60 "$rudra" test "$solver" "$work/allreduce/final.rudra" --data "$data" >"$work/allreduce.test" 2>&1; then pass
+else fail "allreduce: rudra test reads final.rudra"; cat "$work/allreduce.test"; fi
+acc=$(sed -n 's/.*test_accuracy \([0-9.]*\).*/\1/p' "$work/allreduce.test")
+perl -e "exit !(${acc:-0} > 0.3)" && pass || fail "allreduce learns (test accuracy $acc)"
+allreduce allreduce_again
+cmp -s "$work/allreduce/final.rudra" "$work/allreduce_again/final.rudra" && pass ||
+  fail "allreduce: two runs with the same seed end with different weights"
+
 # Warm start: 1-softsync goes on from the hardsync run's 2 epochs to a total of 3.
 epochs=1 run warm 5 --protocol softsync --n 1 --epochs 3 --warm-start "$work/hardsync/final.rudra"
 grep -q '"event":"epoch","protocol":"1-softsync","epoch":3,' "$work/warm/metrics.jsonl" && pass ||
@@ -70,6 +86,7 @@ expect_error() {  # expect_error NAME PATTERN RANKS ARGS...
   else fail "$name: exit $rc, wanted an error containing '$pattern'"; tail -5 "$work/$name.log"; fi
 }
 expect_error bad_n "--n 7 must be in [1, 3]" 5 --data "$data" --protocol softsync --n 7
+expect_error ar_resume "--resume is not supported with --protocol allreduce yet" 4 --protocol allreduce --resume "$work/allreduce"
 expect_error too_few "needs at least 3 ranks" 2 --data "$data" --protocol async
 expect_error bad_data "data directory does not exist" 4 --protocol async --data "$work/nowhere"
 expect_error warm_done "has trained 2 epochs already" 4 --data "$data" --protocol async --epochs 2 \

@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "data/batch_stream.h"
+#include "dist/allreduce.h"
 #include "dist/heartbeat.h"
 #include "dist/learner.h"
 #include "dist/messages.h"
@@ -386,6 +387,61 @@ void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, 
     dist::run_learner(t, lc, work);
 }
 
+// All-reduce: rank 0 and ranks 2.. are learners, each with its own solver, all starting from the
+// same weights and stepping alike; rank 0 sends the weights to the statistics server at every
+// epoch boundary and writes final.rudra.
+void run_allreduce_role(const DistOptions& o, const Setup& s, dist::Transport& t, dist::SumGroup& group,
+                        const data::TrainTest& sets, const Binding& binding, dist::Heartbeat& heartbeat) {
+    const int rank = t.rank(), lambda = group.members();
+    session::SessionSpec spec = s.spec;  // one seed: the same initial weights on every learner
+    // As hardsync: one update of lambda*mu samples takes alpha0 * sqrt(lambda*mu / B).
+    const int mu = s.spec.batch > 0 ? s.spec.batch : s.train_layer().batch_size;
+    const int reference = o.reference_batch > 0 ? o.reference_batch : s.train_layer().batch_size;
+    spec.solver.lr.base_lr *= std::sqrt(double(lambda) * mu / reference);
+    session::TrainingSession run(spec, sets, {.train_net = true, .test_net = false, .solver = true});
+    if (!o.warm_start.empty()) run.restore(s.warm, o.warm_start, session::TrainingSession::History::IfMatching);
+    if (rank == kPsRank)
+        say("allreduce: " + std::to_string(lambda) + " learners, each step " + std::to_string(lambda) + " x " +
+            std::to_string(run.batch()) + " samples at base_lr " + std::to_string(spec.solver.lr.base_lr) +
+            " (alpha0 * sqrt(lambda*mu/" + std::to_string(reference) + "))");
+    data::Prefetcher prefetch(sets.train, run.train_transform(), run.batch(),
+                              s.spec.seed * 7919 + static_cast<uint64_t>(rank), 0, binding.helper_thread);
+    nn::ParamStore& params = run.params();
+    dist::AllreduceWork work;
+    work.param_floats = params.size();
+    work.gradients = params.grads();
+    work.final_after = dist::final_gradients_by_layer(run.train_net());
+    work.compute = [&](const std::function<void(size_t)>& after_layer) {
+        return run.compute_gradient(prefetch.next(), after_layer);
+    };
+    const int64_t start_iteration = s.start_samples / (int64_t(lambda) * run.batch());
+    work.apply = [&](int64_t step) { run.solver().apply(params.grads(), start_iteration + step); };
+    work.weights = [&] { return static_cast<const float*>(params.values()); };
+    dist::AllreduceConfig c;
+    if (rank == kPsRank)  // every rank sends its heartbeats to rank 0; the others watch rank 0
+        c.silent_peer = [&heartbeat, &t, timeout = o.peer_timeout] {
+            for (int r = 1; r < t.size(); ++r)
+                if (heartbeat.silent_s(r) > timeout) return r;
+            return -1;
+        };
+    c.stats_rank = kStatsRank;
+    c.batch = run.batch();
+    c.samples_per_epoch = static_cast<int64_t>(sets.train.size());
+    c.epochs = o.epochs - s.start_samples / c.samples_per_epoch;
+    t.barrier();
+    const dist::AllreduceSummary r = dist::run_allreduce_learner(t, group, c, work);
+    if (rank == kPsRank) {
+        const std::string snap_path = (fs::path(o.output) / "final.rudra").string();
+        const int64_t samples = s.start_samples + r.steps * lambda * run.batch();
+        nn::write_snapshot(snap_path, run.snapshot(static_cast<uint64_t>(start_iteration + r.steps),
+                                                   static_cast<uint64_t>(samples), s.spec.seed));
+        std::printf("allreduce: %lld steps; compute %.1f s, all-reduce wait %.1f s (overlap ratio %.3f); snapshot %s\n",
+                    static_cast<long long>(r.steps), r.compute_s, r.wait_s,
+                    r.compute_s + r.wait_s > 0 ? r.compute_s / (r.compute_s + r.wait_s) : 0.0, snap_path.c_str());
+        std::fflush(stdout);
+    }
+}
+
 }  // namespace
 
 int run_dist(const DistOptions& options, int* argc, char*** argv) {
@@ -409,6 +465,8 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
             throw std::runtime_error(
                 "rudra dist needs at least 3 ranks (parameter server, statistics server, a learner); got " +
                 std::to_string(transport.size()));
+        if (o.protocol == "allreduce" && !o.resume.empty())
+            throw std::runtime_error("--resume is not supported with --protocol allreduce yet");
         std::optional<DistCheckpoint> resume;
         if (!o.resume.empty()) {
             resume = read_dist_checkpoint(o.resume);
@@ -421,7 +479,8 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
             dist::PsConfig check;
             parse_checkpoint_every(o.checkpoint_every, check);
         }
-        const int lambda = transport.size() - kFirstLearner;
+        const bool allreduce = o.protocol == "allreduce";  // no PS: every rank but the statistics server learns
+        const int lambda = transport.size() - (allreduce ? 1 : kFirstLearner);
         if (o.mode != "base" && o.mode != "overlap") throw std::runtime_error("--mode must be base or overlap");
         const dist::Protocol protocol = dist::Protocol::parse(o.protocol, lambda, o.n);  // on every rank
         if (!o.lr_modulation.empty()) dist::parse_lr_modulation(o.lr_modulation);
@@ -443,7 +502,12 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
             beats.notify = ranks_from(1, transport.size());
         }
         dist::Heartbeat heartbeat(transport, beats);
-        if (rank == kPsRank) {
+        if (allreduce) {
+            dist::MpiSumGroup group(rank != kStatsRank, wait);  // collective: every rank builds it
+            if (rank == kStatsRank || rank == kPsRank) fs::create_directories(o.output);
+            if (rank == kStatsRank) run_stats(o, s, transport, protocol, sets, heartbeat);
+            else run_allreduce_role(o, s, transport, group, sets, binding, heartbeat);
+        } else if (rank == kPsRank) {
             fs::create_directories(o.output);
             code = run_ps(o, s, transport, protocol, sets, wait, mpi, heartbeat);
         } else if (rank == kStatsRank) {

@@ -148,8 +148,9 @@ int main(int argc, char** argv) {
                   "ranks x threads fit its PUs), off")
         ->check(CLI::IsMember({"on", "auto", "off"}))
         ->capture_default_str();
-    d->add_option("--protocol", dist.protocol, "synchronisation protocol")
-        ->check(CLI::IsMember({"hardsync", "softsync", "async"}))
+    d->add_option("--protocol", dist.protocol,
+                  "synchronisation protocol: hardsync, softsync, async (parameter server) or allreduce (none)")
+        ->check(CLI::IsMember({"hardsync", "softsync", "async", "allreduce"}))
         ->capture_default_str();
     d->add_option("--n", dist.n, "n of n-softsync: an update averages floor(learners / n) gradients")
         ->check(checks::kPositiveInteger)

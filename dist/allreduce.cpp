@@ -1,0 +1,168 @@
+#include "dist/allreduce.h"
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+
+#include "dist/messages.h"
+
+namespace rudra::dist {
+
+GradientBuckets::GradientBuckets(std::vector<std::vector<FloatRange>> final_after, size_t min_floats)
+    : final_after_(std::move(final_after)), min_floats_(min_floats > 0 ? min_floats : 1) {}
+
+void GradientBuckets::layer_done(size_t layer, const std::function<void(FloatRange)>& send) {
+    for (const FloatRange& r : final_after_.at(layer)) {
+        if (r.first >= r.second) continue;
+        if (pending_.first == pending_.second) {
+            pending_ = r;
+        } else if (r.second == pending_.first) {
+            pending_.first = r.first;  // the usual case: the layer below sits just below in the arena
+        } else if (r.first == pending_.second) {
+            pending_.second = r.second;
+        } else {
+            send(pending_);
+            pending_ = r;
+        }
+        if (pending_.second - pending_.first >= min_floats_) flush(send);
+    }
+}
+
+void GradientBuckets::flush(const std::function<void(FloatRange)>& send) {
+    if (pending_.first < pending_.second) send(pending_);
+    pending_ = {0, 0};
+}
+
+std::vector<std::vector<FloatRange>> final_gradients_by_layer(const nn::Net& net) {
+    std::vector<std::vector<FloatRange>> out(net.num_layers());
+    if (out.empty()) return out;
+    std::vector<nn::ParamEntry> entries = net.params().entries();
+    std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.offset < b.offset; });
+    for (size_t k = 0; k < entries.size(); ++k) {
+        const size_t end = k + 1 < entries.size() ? entries[k + 1].offset : net.params().size();
+        const size_t begin = k == 0 ? 0 : entries[k].offset;
+        size_t layer = 0;  // a parameter no layer names is final only at the end of the pass
+        for (size_t i = 0; i < net.num_layers(); ++i)
+            if (net.layer(i).name() == entries[k].layer) layer = i;
+        out[layer].push_back({begin, end});
+    }
+    // From the top of the arena down, as the backward pass walks it: buckets then grow
+    // contiguously from one layer into the one below.
+    for (auto& ranges : out) std::sort(ranges.begin(), ranges.end(), [](auto a, auto b) { return a.first > b.first; });
+    return out;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+}  // namespace
+
+// The members sum the three bytes
+// of a hash of their weights and the squares of those bytes; the bytes agree everywhere exactly
+// when m * sum(b^2) == (sum b)^2 (all exact in floats for fewer than 258 members).
+bool models_agree(SumGroup& group, const float* weights, size_t n, const KeepWaiting& keep_waiting) {
+    uint32_t h = 2166136261u;  // FNV-1a over the bytes
+    const auto* bytes = reinterpret_cast<const unsigned char*>(weights);
+    for (size_t i = 0; i < n * sizeof(float); ++i) h = (h ^ bytes[i]) * 16777619u;
+    float v[6];
+    for (int k = 0; k < 3; ++k) {
+        const float b = static_cast<float>((h >> (8 * k)) & 0xff);
+        v[k] = b;
+        v[3 + k] = b * b;
+    }
+    group.start(v, 6);
+    if (!group.wait_all(keep_waiting)) throw PeerError(kAnySource, "allreduce: a learner stopped answering");
+    const float m = static_cast<float>(group.members());
+    for (int k = 0; k < 3; ++k)
+        if (m * v[3 + k] != v[k] * v[k]) return false;
+    return true;
+}
+
+AllreduceSummary run_allreduce_learner(Transport& t, SumGroup& group, const AllreduceConfig& cfg,
+                                       const AllreduceWork& work) {
+    if (cfg.batch <= 0 || cfg.samples_per_epoch <= 0) throw std::logic_error("allreduce: batch and epoch size needed");
+    const int lambda = group.members();
+    const bool root = group.index() == 0;
+    const int64_t per_step = cfg.batch * lambda;
+    const int64_t total = cfg.samples_per_epoch * cfg.epochs;
+    const float scale = 1.0f / static_cast<float>(lambda);
+    GradientBuckets buckets(work.final_after, cfg.bucket_floats);
+    const auto send = [&](FloatRange r) { group.start(work.gradients + r.first, r.second - r.first); };
+    const auto started = Clock::now();
+    int lost = -1;
+    const KeepWaiting keep_waiting = [&] {
+        if (cfg.silent_peer) lost = cfg.silent_peer();
+        return lost < 0;
+    };
+    const auto gone = [&] {
+        return PeerError(lost, "allreduce: rank " + std::to_string(lost) +
+                                   " stopped answering (silent longer than the peer timeout); an all-reduce "
+                                   "cannot go on without it");
+    };
+    AllreduceSummary sum;
+    LearnerReport report{};
+    int64_t samples = 0, epoch = 0, epochs_sent = 0;
+    std::vector<char> out, in;
+    while (samples < total) {
+        const auto t0 = Clock::now();
+        const double loss = work.compute([&](size_t layer) {
+            buckets.layer_done(layer, send);
+            group.progress();
+        });
+        buckets.flush(send);
+        const auto t1 = Clock::now();
+        if (!group.wait_all(keep_waiting)) throw gone();
+        const auto t2 = Clock::now();
+        for (size_t i = 0; i < work.param_floats; ++i) work.gradients[i] *= scale;
+        work.apply(sum.steps);
+        ++sum.steps;
+        samples += per_step;
+        sum.compute_s += std::chrono::duration<double>(t1 - t0).count();
+        sum.wait_s += std::chrono::duration<double>(t2 - t1).count();
+        report.loss_sum += loss;
+        ++report.loss_count;
+        const bool last = samples >= total;
+        if (sum.steps % cfg.report_every == 0 || last) {
+            report.compute_s = sum.compute_s;
+            report.wait_s = sum.wait_s;
+            report.minibatches = sum.steps;
+            report.done = last ? 1 : 0;
+            t.send(cfg.stats_rank, kLearnerReport, &report, sizeof report);
+            report.loss_sum = 0.0;
+            report.loss_count = 0;
+        }
+        if (samples >= (epoch + 1) * cfg.samples_per_epoch) {
+            epoch = samples / cfg.samples_per_epoch;
+            bool agree = false;
+            try {
+                agree = models_agree(group, work.weights(), work.param_floats, keep_waiting);
+            } catch (const PeerError&) {
+                throw gone();
+            }
+            if (!agree)
+                throw std::runtime_error("allreduce: the learners' models differ after epoch " + std::to_string(epoch) +
+                                         " (the sums were not the same on every learner)");
+            if (!root) continue;
+            EpochWeightsHeader h{};
+            h.epoch = epoch;
+            h.ts = sum.steps;
+            h.samples = samples;
+            h.elapsed_s = seconds_since(started);
+            h.final = last ? 1 : 0;
+            pack(out, h, work.weights(), work.param_floats);
+            t.send(cfg.stats_rank, kEpochWeights, out.data(), out.size());
+            ++epochs_sent;
+        }
+    }
+    // The statistics server acknowledges each epoch to the rank that sent it, then says it is
+    // done. Received by tag: a receive of any tag could take a heartbeat from the heartbeat thread.
+    if (root) {
+        for (int64_t e = 0; e <= epochs_sent; ++e)
+            if (!t.recv_while(cfg.stats_rank, e < epochs_sent ? kEpochLogged : kStatsDone, in, keep_waiting)) throw gone();
+    }
+    return sum;
+}
+
+}  // namespace rudra::dist

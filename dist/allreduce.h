@@ -1,0 +1,91 @@
+// All-reduce SGD, with no parameter server: every learner computes a gradient on its own
+// mini-batch, the gradients are summed across the learners in buckets that start while the
+// backward pass is still running (the last layers' first, as Horovod and PyTorch DDP do), and
+// every learner applies the same averaged gradient with its own solver, so that the models stay
+// identical. Learner 0 sends the weights to the statistics server at each epoch boundary.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "dist/transport.h"
+#include "nn/net.h"
+
+namespace rudra::dist {
+
+// Sums float buffers in place over a fixed group of ranks without blocking. Every member posts
+// the same sequence of sums; each result is the same, bit for bit, on every member.
+class SumGroup {
+public:
+    virtual ~SumGroup() = default;
+    virtual int members() const = 0;
+    virtual int index() const = 0;  // this rank's place in the group
+    virtual void start(float* data, size_t count) = 0;
+    virtual void progress() = 0;  // lets posted sums advance (MPI moves them only inside calls)
+    // Returns true when every posted sum is complete, false when keep_waiting said stop first
+    // (a member is gone: the group cannot be used again).
+    virtual bool wait_all(const KeepWaiting& keep_waiting = {}) = 0;
+};
+
+using FloatRange = std::pair<size_t, size_t>;  // [begin, end) of the gradient arena
+
+// Groups the ranges of the gradient arena that become final, layer by layer from the last, into
+// buckets of at least `min_floats` contiguous floats; each full bucket is handed to `send`.
+class GradientBuckets {
+public:
+    // final_after[i]: the ranges whose gradients are final once layer i's backward pass ends.
+    GradientBuckets(std::vector<std::vector<FloatRange>> final_after, size_t min_floats);
+    void layer_done(size_t layer, const std::function<void(FloatRange)>& send);
+    void flush(const std::function<void(FloatRange)>& send);  // the last, partial bucket
+    size_t layers() const { return final_after_.size(); }
+
+private:
+    std::vector<std::vector<FloatRange>> final_after_;
+    size_t min_floats_;
+    FloatRange pending_{0, 0};
+};
+
+// For each layer of `net`, the ranges of its parameter arena (padding included, so that the
+// ranges tile the arena) whose gradients are final once that layer's backward pass ends.
+std::vector<std::vector<FloatRange>> final_gradients_by_layer(const nn::Net& net);
+
+// True when every member of `group` holds the same n weights, bit for bit (one small sum; every
+// member must call it). The all-reduce learners check it at each epoch boundary.
+bool models_agree(SumGroup& group, const float* weights, size_t n, const KeepWaiting& keep_waiting = {});
+
+struct AllreduceWork {
+    size_t param_floats = 0;
+    float* gradients = nullptr;
+    std::vector<std::vector<FloatRange>> final_after;  // per layer, as GradientBuckets takes them
+    // One mini-batch: forward, then backward calling after_layer(i) as each layer ends; returns
+    // the loss.
+    std::function<double(const std::function<void(size_t)>& after_layer)> compute;
+    std::function<void(int64_t iteration)> apply;  // the solver's step with the averaged gradient
+    std::function<const float*()> weights;         // the model, for the statistics server
+};
+
+struct AllreduceConfig {
+    int stats_rank = 1;
+    int64_t batch = 0;              // each learner's mini-batch
+    int64_t samples_per_epoch = 0;  // the training set
+    int64_t epochs = 1;
+    size_t bucket_floats = 1 << 18;  // 1 MiB buckets
+    int report_every = 10;           // steps between loss reports to the statistics server
+    // A rank that has been silent too long (dead or stopped), or -1: asked while waiting, so that
+    // a lost learner ends the job with its name instead of hanging it. Empty: never asked.
+    std::function<int()> silent_peer;
+};
+
+struct AllreduceSummary {
+    int64_t steps = 0;
+    double compute_s = 0.0, wait_s = 0.0;  // wait: the all-reduce time not hidden by the backward pass
+};
+
+// Runs `epochs` epochs of λ·batch samples per step. Learner 0 sends the weights to the
+// statistics server at every epoch boundary and receives its acknowledgements and final word.
+AllreduceSummary run_allreduce_learner(Transport& transport, SumGroup& group, const AllreduceConfig& config,
+                                       const AllreduceWork& work);
+
+}  // namespace rudra::dist
