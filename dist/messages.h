@@ -22,6 +22,8 @@ enum Tag : int {
     kRunEnd = 12,         // PS -> statistics server: the run stops before its last epoch
     kStatsDone = 13,      // statistics server -> PS: its last line is written
     kHeartbeatCount = 14, // any rank -> the others, at the end: heartbeats it sent to each
+    kGossipRequest = 15,  // gossip-pull learner -> a peer: send me your model (empty)
+    kGossipModel = 16,    // gossip learner -> a peer: my model (pull's answer, or push's gift)
 };
 
 struct WeightsRequest {
@@ -58,6 +60,8 @@ struct EpochWeightsHeader {
     int64_t staleness_max;
     int64_t final;           // 1 for the last epoch
     int64_t replay;          // 1: sent again by a resumed run (logged only if the metrics lack it)
+    int64_t has_spread;      // 1: decentralized learners; `spread` is their models' largest distance from the average
+    double spread;
 };
 
 struct LearnerLost {

@@ -23,15 +23,23 @@ public:
         SoftSync,  // n-softsync: c = floor(lambda / n) gradients from any learners
         Async,     // Downpour-style: every gradient is applied when it arrives
         AllReduce,  // no PS: every learner sums all gradients (MPI all-reduce) and steps alike
+        Easgd,      // elastic averaging: learners step locally; the PS's centre takes their differences
+        GossipPull, // no PS: learners step locally and average with a random peer's model they fetch
+        GossipPush, // no PS: learners step locally, send their model to a random peer, average what came
     };
 
-    // "hardsync", "softsync" (n in [1, learners]), "async" or "allreduce" for `learners` learners; throws
+    // "hardsync", "softsync" (n in [1, learners]), "async", "easgd", "allreduce", "gossip-pull" or
+    // "gossip-push" (at least 2 learners) for `learners` learners; throws
     // naming the choices or the range.
     static Protocol parse(const std::string& name, int learners, int n = 1);
     static Protocol hardsync(int learners) { return Protocol(Kind::HardSync, learners, 1); }
     static Protocol softsync(int learners, int n) { return Protocol(Kind::SoftSync, learners, n); }
     static Protocol async(int learners = 1) { return Protocol(Kind::Async, learners, 1); }
     static Protocol allreduce(int learners) { return Protocol(Kind::AllReduce, learners, 1); }
+    static Protocol easgd(int learners) { return Protocol(Kind::Easgd, learners, 1); }
+    static Protocol gossip(int learners, bool push) {
+        return Protocol(push ? Kind::GossipPush : Kind::GossipPull, learners, 1);
+    }
 
     // The same protocol over `live` learners, when others were lost: n-softsync keeps its n (at
     // most `live`), so an update averages floor(live / n) gradients.
@@ -44,6 +52,8 @@ public:
     std::string name() const;
     // c: gradients averaged into one update.
     int gradients_per_update() const;
+    // EASGD: the PS adds what it receives (elastic differences) to the centre, without a solver.
+    bool elastic() const { return kind_ == Kind::Easgd; }
     // Hardsync: every learner computes exactly one gradient on each timestamp, so learners wait
     // for the next weights and the PS takes only gradients of the current timestamp.
     bool synchronous() const { return kind_ == Kind::HardSync; }
@@ -51,8 +61,10 @@ public:
     LrModulation default_modulation() const {
         return kind_ == Kind::SoftSync ? LrModulation::Average : LrModulation::None;
     }
-    // All-reduce runs without a parameter server: rank 0 is a learner.
-    bool has_parameter_server() const { return kind_ != Kind::AllReduce; }
+    // All-reduce and gossip run without a parameter server: rank 0 is a learner.
+    bool has_parameter_server() const { return !decentralized(); }
+    bool decentralized() const { return kind_ == Kind::AllReduce || gossip(); }
+    bool gossip() const { return kind_ == Kind::GossipPull || kind_ == Kind::GossipPush; }
 
 private:
     Protocol(Kind kind, int learners, int n) : kind_(kind), learners_(learners), n_(n) {}

@@ -116,6 +116,7 @@ void run_stats_server(Transport& t, const StatsConfig& cfg, const std::function<
             {"images_per_s", std::round((span > 0 ? (h.samples - prev_samples) / span : 0.0) * 10) / 10},
             {"overlap_ratio", std::round((compute + wait > 0 ? compute / (compute + wait) : 0.0) * 1e4) / 1e4}};
         if (!h.replay) line.erase("replayed");
+        if (h.has_spread) line["spread"] = significant(h.spread, 4);
         log(line);
         tell_ps(kEpochLogged, h.epoch);
         if (cfg.on_epoch) cfg.on_epoch(line);

@@ -38,7 +38,9 @@ bool UpdateRule::add_gradient(int learner, int64_t ts, const float* grad) {
     pending_learners_.push_back(learner);
     samples_ += config_.batch;
 
-    const float weight = config_.modulation == LrModulation::PerGradient ? 1.0f / std::max<int64_t>(sigma, 1) : 1.0f;
+    const float weight = config_.modulation == LrModulation::PerGradient && !protocol_.elastic()
+                             ? 1.0f / std::max<int64_t>(sigma, 1)
+                             : 1.0f;
     const size_t n = params_.size();
     if (!protocol_.synchronous()) {
         accumulate(grad, weight);
@@ -73,7 +75,12 @@ bool UpdateRule::add_gradient(int learner, int64_t ts, const float* grad) {
     }
     // The solver's schedule (step, multistep, ...) counts iterations of its reference batch.
     const int64_t iteration = (samples_ - static_cast<int64_t>(taken) * config_.batch) / config_.reference_batch;
-    solver_.apply(sum, iteration, scale, last_momentum_);
+    if (protocol_.elastic()) {
+        float* centre = params_.values();  // EASGD: the centre moves by the learner's elastic difference
+        for (size_t i = 0; i < n; ++i) centre[i] += sum[i];
+    } else {
+        solver_.apply(sum, iteration, scale, last_momentum_);
+    }
     stats_.record_update(clock_);
     for (int l : pending_learners_) ++applied_[static_cast<size_t>(l)];
     clock_.clear();

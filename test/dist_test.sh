@@ -42,9 +42,11 @@ grep -q '"mb16ic1ih28' "$work/auto-cache.json" && grep -q '"mb100ic1ih28' "$work
 run many 16 --protocol softsync --n 2 --wait-sleep-us 50
 
 # All-reduce, no PS: rank 0 and ranks 2-3 learn, rank 1 tests. Deterministic, and it learns.
-allreduce() {  # allreduce NAME
+allreduce() {  # allreduce NAME [ARGS...]
+  local name=$1; shift
   if timeout -k 5 180 mpiexec -n 4 "$rudra" dist "$solver" --data "$data" --epochs 2 --batch 16 --protocol allreduce \
-      -o "$work/$1" >"$work/$1.log" 2>&1; then pass; else fail "$1: exit $?"; tail -20 "$work/$1.log"; fi
+      -o "$work/$name" "$@" >"$work/$name.log" 2>&1; then pass; else fail "$name: exit $?"; tail -20 "$work/$name.log"; fi
+  set -- "$name"
   [ "$(grep -c '"event":"epoch","protocol":"allreduce"' "$work/$1/metrics.jsonl")" = 2 ] && pass || fail "$1: 2 epoch lines"
 }
 allreduce allreduce
@@ -56,6 +58,33 @@ perl -e "exit !(${acc:-0} > 0.3)" && pass || fail "allreduce learns (test accura
 allreduce allreduce_again
 cmp -s "$work/allreduce/final.rudra" "$work/allreduce_again/final.rudra" && pass ||
   fail "allreduce: two runs with the same seed end with different weights"
+
+# EASGD: learners step locally; every 2 steps they exchange elastic differences with the PS's centre.
+run easgd 5 --protocol easgd --tau 2 --beta 0.3
+grep -q '"event":"epoch","protocol":"easgd"' "$work/easgd/metrics.jsonl" && pass || fail "easgd: epoch lines name it"
+acc=$(sed -n 's/.*test_accuracy \([0-9.]*\).*/\1/p' "$work/easgd.test")
+perl -e "exit !(${acc:-0} > 0.3)" && pass || fail "easgd learns (test accuracy $acc)"
+
+# Gossip, pull and push: no PS; the epoch lines carry the learners' spread; every learner
+# records its peers; final.rudra (the learners' average) learns.
+for mode in pull push; do
+  name=gossip_$mode
+  if timeout -k 5 180 mpiexec -n 4 "$rudra" dist "$solver" --data "$data" --epochs 2 --batch 16 --protocol gossip-$mode \
+      --tau 2 -o "$work/$name" >"$work/$name.log" 2>&1; then pass; else fail "$name: exit $?"; tail -20 "$work/$name.log"; fi
+  [ "$(grep -c '"event":"epoch","protocol":"gossip-'$mode'".*"spread":' "$work/$name/metrics.jsonl")" = 2 ] && pass ||
+    fail "$name: 2 epoch lines with the spread"
+  [ -s "$work/$name/gossip-peers/rank-0.txt" ] && [ -s "$work/$name/gossip-peers/rank-2.txt" ] &&
+    [ -s "$work/$name/gossip-peers/rank-3.txt" ] && pass || fail "$name: every learner records its peers"
+  if timeout 60 "$rudra" test "$solver" "$work/$name/final.rudra" --data "$data" >"$work/$name.test" 2>&1; then pass
+  else fail "$name: rudra test reads final.rudra"; cat "$work/$name.test"; fi
+  acc=$(sed -n 's/.*test_accuracy \([0-9.]*\).*/\1/p' "$work/$name.test")
+  perl -e "exit !(${acc:-0} > 0.3)" && pass || fail "$name learns (test accuracy $acc)"
+done
+
+# A straggler (experiments): rank 2 computes 3 times slower, under all-reduce and under async.
+allreduce straggler --straggler 2:3
+grep -q 'rank 2 is a straggler: its compute is slowed 3 times' "$work/straggler.log" && pass || fail "straggler: announced"
+run straggler_async 5 --protocol async --straggler 3:2.5
 
 # Warm start: 1-softsync goes on from the hardsync run's 2 epochs to a total of 3.
 epochs=1 run warm 5 --protocol softsync --n 1 --epochs 3 --warm-start "$work/hardsync/final.rudra"
@@ -87,6 +116,13 @@ expect_error() {  # expect_error NAME PATTERN RANKS ARGS...
 }
 expect_error bad_n "--n 7 must be in [1, 3]" 5 --data "$data" --protocol softsync --n 7
 expect_error ar_resume "--resume is not supported with --protocol allreduce yet" 4 --protocol allreduce --resume "$work/allreduce"
+expect_error bad_straggler "--straggler must be RANK:FACTOR with RANK a learner's rank (2, 3, 4) and FACTOR a number >= 1, got '1:3'" \
+  5 --data "$data" --protocol async --straggler 1:3
+expect_error slow_factor "got '2:0.5'" 5 --data "$data" --protocol async --straggler 2:0.5
+expect_error bad_tau "--tau: must be a positive integer, got '0'" 5 --data "$data" --protocol easgd --tau 0
+expect_error bad_beta "--beta must be in (0, 1], got 1.5" 5 --data "$data" --protocol easgd --beta 1.5
+expect_error tau_elsewhere "--tau is a setting of --protocol easgd, gossip-pull and gossip-push" 5 --data "$data" --protocol async --tau 2
+expect_error beta_elsewhere "--beta is a setting of --protocol easgd" 4 --data "$data" --protocol gossip-pull --beta 0.5
 expect_error too_few "needs at least 3 ranks" 2 --data "$data" --protocol async
 expect_error bad_data "data directory does not exist" 4 --protocol async --data "$work/nowhere"
 expect_error warm_done "has trained 2 epochs already" 4 --data "$data" --protocol async --epochs 2 \

@@ -99,6 +99,9 @@ struct DistOptions {
     std::string resume;         // a checkpoint, or the output directory that holds one
     std::string checkpoint_every = "600s";  // N updates or Ns seconds between checkpoints; 0: none
     double peer_timeout = 15;   // seconds of silence after which a rank is lost
+    int tau = 1;                // EASGD, gossip: local steps between exchanges (with the centre, or a peer)
+    double beta = 0;            // EASGD: moving rate in (0, 1] (0: 0.9 / learners)
+    std::string straggler;      // RANK:FACTOR: that learner's compute is slowed FACTOR times ("": none)
     std::set<std::string> given;  // options on the command line ("--protocol", "solver"): a resume keeps the rest
 };
 // Initialises MPI itself (MPI_THREAD_MULTIPLE); every rank runs this.

@@ -26,6 +26,7 @@
 
 #include "data/batch_stream.h"
 #include "dist/allreduce.h"
+#include "dist/easgd.h"
 #include "dist/heartbeat.h"
 #include "dist/learner.h"
 #include "dist/messages.h"
@@ -40,13 +41,14 @@
 #include "session/training_session.h"
 #include "tools/commands.h"
 #include "tools/dist_checkpoint.h"
+#include "tools/dist_roles.h"
 #include "tools/rank_guard.h"
 
 namespace rudra::tools {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr int kPsRank = 0, kStatsRank = 1, kFirstLearner = 2;
+using namespace dist_run;
 constexpr int kExitLearnerLost = 3, kExitPsLost = 4, kExitStopped = 130;
 
 // Set by the signal handlers, read by the PS between messages. Every rank takes SIGTERM, SIGINT
@@ -65,20 +67,6 @@ void install_signal_handlers() {
     sigaction(SIGINT, &sa, nullptr);
     sa.sa_handler = on_dist_checkpoint_signal;
     sigaction(SIGUSR1, &sa, nullptr);
-}
-
-std::string utc_now() {
-    char buf[32];
-    const std::time_t now = std::time(nullptr);
-    std::tm tm{};
-    gmtime_r(&now, &tm);
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
-}
-
-void say(const std::string& line) {
-    std::printf("%s\n", line.c_str());
-    std::fflush(stdout);
 }
 
 // Ends this rank at once when the PS falls silent: what it holds is in the PS's checkpoints.
@@ -116,18 +104,6 @@ void parse_checkpoint_every(const std::string& text, dist::PsConfig& pc) {
 }
 
 // Everything a role needs from the solver, net and data files.
-struct Setup {
-    session::SessionSpec spec;  // the solver with the command line's overrides, the net, the kernels
-    // --warm-start: the snapshot, and the samples it had trained on. A warm-started run goes on
-    // from there: the solver's schedule and the epoch count continue, --epochs is the total.
-    nn::Snapshot warm;
-    int64_t start_samples = 0;
-    // --resume: the checkpoint (its settings are already in the options).
-    std::optional<DistCheckpoint> resume;
-
-    const nn::LayerSpec& train_layer() const { return *spec.net.data_layer(nn::Phase::Train); }  // checked below
-};
-
 Setup read_setup(const DistOptions& o) {
     Setup s;
     s.spec.solver = nn::load_solver_spec(o.solver);
@@ -146,10 +122,28 @@ Setup read_setup(const DistOptions& o) {
     return s;
 }
 
-std::vector<int> ranks_from(int first, int size) {
-    std::vector<int> r;
-    for (int i = first; i < size; ++i) r.push_back(i);
-    return r;
+// --straggler RANK:FACTOR, checked against the learners' ranks: {rank, factor}, or {-1, 1}.
+std::pair<int, double> parse_straggler(const std::string& text, const std::vector<int>& learner_ranks) {
+    if (text.empty()) return {-1, 1.0};
+    const auto bad = [&] {
+        std::string ranks;
+        for (int r : learner_ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+        return std::runtime_error("--straggler must be RANK:FACTOR with RANK a learner's rank (" + ranks +
+                                  ") and FACTOR a number >= 1, got '" + text + "'");
+    };
+    const size_t colon = text.find(':');
+    if (colon == std::string::npos) throw bad();
+    try {
+        size_t used_rank = 0, used_factor = 0;
+        const int rank = std::stoi(text.substr(0, colon), &used_rank);
+        const double factor = std::stod(text.substr(colon + 1), &used_factor);
+        if (used_rank != colon || used_factor != text.size() - colon - 1 || !(factor >= 1.0) || !std::isfinite(factor) ||
+            std::find(learner_ranks.begin(), learner_ranks.end(), rank) == learner_ranks.end())
+            throw bad();
+        return {rank, factor};
+    } catch (const std::logic_error&) {  // stoi/stod: not a number, out of range
+        throw bad();
+    }
 }
 
 // Returns the process's exit code.
@@ -168,7 +162,7 @@ int run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, const dist:
     dist::UpdateRuleConfig rc;
     rc.modulation =
         o.lr_modulation.empty() ? protocol.default_modulation() : dist::parse_lr_modulation(o.lr_modulation);
-    rc.batch = run.batch();
+    rc.batch = run.batch() * (protocol.elastic() ? o.tau : 1);  // EASGD: one difference per tau mini-batches
     rc.momentum_compensation = o.momentum_compensation;
     rc.start_samples = s.start_samples;
     rc.reference_batch = o.reference_batch > 0 ? o.reference_batch : s.train_layer().batch_size;
@@ -203,8 +197,12 @@ int run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, const dist:
     std::printf(
         "rudra dist: %s, %d learners, mini-batch %d, %s, base_lr %g x %.4g, %d epochs of %lld images, "
         "wait: spin %d then sleep %d us, output %s\n",
-        protocol.name().c_str(), lambda, rc.batch, o.mode.c_str(), s.spec.solver.lr.base_lr, rc.base_scale, o.epochs,
+        protocol.name().c_str(), lambda, run.batch(), o.mode.c_str(), s.spec.solver.lr.base_lr, rc.base_scale, o.epochs,
         static_cast<long long>(pc.samples_per_epoch), wait.spin, wait.sleep_us, o.output.c_str());
+    if (protocol.elastic())
+        say("easgd: learners step locally with the solver's rate and exchange beta * (local - centre) every " +
+            std::to_string(o.tau) + " steps, beta " + number_text(easgd_beta(o, lambda)) +
+            (o.beta > 0 ? "" : " (0.9 / learners)") + "; the PS adds the differences to the centre");
     std::fflush(stdout);
 
     using Clock = std::chrono::steady_clock;
@@ -271,177 +269,6 @@ int run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, const dist:
     return code;
 }
 
-// A resumed run's metrics: epoch lines after the checkpoint's epoch are dropped (the run computes
-// them again); returns the last epoch logged.
-int64_t trim_metrics(const std::string& path, int64_t checkpoint_epoch) {
-    std::ifstream in(path);
-    if (!in) return 0;
-    std::string kept, line;
-    int64_t last = 0;
-    while (std::getline(in, line)) {
-        if (line.empty()) continue;
-        nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-        if (j.is_discarded()) continue;  // a line torn by a kill
-        if (j.value("event", "") == "epoch") {
-            const int64_t e = j.value("epoch", int64_t{0});
-            if (e > checkpoint_epoch) continue;
-            last = std::max(last, e);
-        }
-        kept += line + "\n";
-    }
-    nn::write_file_atomically(path, kept);
-    return last;
-}
-
-void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
-               const data::TrainTest& sets, dist::Heartbeat& heartbeat) {
-    const int lambda = protocol.learners();
-    session::TrainingSession run(s.spec, sets, {.train_net = false, .test_net = true, .solver = false});
-    const std::string metrics_path = (fs::path(o.output) / "metrics.jsonl").string();
-    dist::StatsConfig sc;
-    if (s.resume) sc.last_logged_epoch = trim_metrics(metrics_path, s.resume->epoch());
-    session::MetricsLog log(metrics_path, s.resume.has_value());
-    nlohmann::ordered_json start{{"event", s.resume ? "resume" : "start"},
-                                 {"time", utc_now()},
-                                 {"solver", o.solver},
-                                 {"protocol", o.protocol},
-                                 {"n", o.n},
-                                 {"learners", lambda},
-                                 {"batch", o.batch},
-                                 {"mode", o.mode},
-                                 {"epochs", o.epochs},
-                                 {"lr_modulation", o.lr_modulation},
-                                 {"momentum_compensation", o.momentum_compensation},
-                                 {"warm_start", o.warm_start},
-                                 {"base_lr", s.spec.solver.lr.base_lr},
-                                 {"momentum", s.spec.solver.momentum},
-                                 {"train_images", sets.train.size()},
-                                 {"test_images", sets.test.size()}};
-    if (s.resume) {
-        start["checkpoint"] = s.resume->path;
-        start["from_epoch"] = s.resume->epoch();
-        start["from_samples"] = s.resume->samples();
-        start["checkpoint_learners"] = s.resume->learners();
-    }
-    log.write(start);
-    sc.ps_rank = kPsRank;
-    sc.learners = lambda;
-    sc.param_floats = run.params().size();
-    sc.protocol = protocol.name();
-    sc.start_samples = s.resume ? s.resume->samples() : s.start_samples;
-    sc.start_elapsed_s = s.resume ? s.resume->elapsed_s() : 0.0;
-    sc.on_epoch = [](const nlohmann::ordered_json& line) { say(line.dump()); };
-    sc.heartbeat = &heartbeat;
-    sc.peer_timeout_s = o.peer_timeout;
-    t.barrier();
-    dist::run_stats_server(
-        t, sc,
-        [&](const float* w) {
-            std::memcpy(run.params().values(), w, sizeof(float) * run.params().size());
-            const session::EvalResult r = run.evaluate();
-            return dist::TestResult{r.accuracy, r.loss};
-        },
-        [&](const nlohmann::ordered_json& line) { log.write(line); });
-}
-
-void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
-                      const data::TrainTest& sets, const Binding& binding, dist::Heartbeat&) {
-    const int rank = t.rank();
-    session::SessionSpec spec = s.spec;
-    spec.seed = s.spec.seed + rank;  // each learner's own dropout stream
-    // `auto` backends are measured once for the job: the first learner measures (or reads its
-    // cache) and sends its choices to the other learners, whose nets have the same shapes.
-    const bool measure_once = spec.kernels.uses_auto() && t.size() > kFirstLearner + 1;
-    if (measure_once && rank != kFirstLearner) {
-        std::vector<char> text;
-        t.recv(kFirstLearner, dist::kKernelChoices, text);
-        spec.kernels.conv.assign(text.begin(), text.end());
-    }
-    session::TrainingSession run(spec, sets, {.train_net = true, .test_net = false, .solver = false});
-    if (measure_once && rank == kFirstLearner) {
-        const std::string chosen = run.resolved_kernels().conv;
-        for (int r = kFirstLearner + 1; r < t.size(); ++r)
-            t.send(r, dist::kKernelChoices, chosen.data(), chosen.size());
-        std::printf("rank %d: --conv-backend %s for the learners: %s\n", rank, s.spec.kernels.conv.c_str(),
-                    chosen.c_str());
-        std::fflush(stdout);
-    }
-    // Each learner samples its own seeded stream over the whole training set; a resumed one
-    // goes on after the samples of its gradients in the checkpoint's updates.
-    const uint64_t position =
-        s.resume ? static_cast<uint64_t>(s.resume->applied(rank - kFirstLearner)) * static_cast<uint64_t>(run.batch()) : 0;
-    data::Prefetcher prefetch(sets.train, run.train_transform(), run.batch(),
-                              s.spec.seed * 7919 + static_cast<uint64_t>(rank), position, binding.helper_thread);
-    nn::ParamStore& params = run.params();
-    dist::LearnerWork work;
-    work.param_floats = params.size();
-    work.load_weights = [&](const float* w) { std::memcpy(params.values(), w, sizeof(float) * params.size()); };
-    work.compute = [&]() { return run.compute_gradient(prefetch.next()); };
-    work.gradients = params.grads();
-    dist::LearnerConfig lc;
-    lc.ps_rank = kPsRank;
-    lc.stats_rank = kStatsRank;
-    lc.overlap = o.mode == "overlap";
-    lc.synchronous = protocol.synchronous();
-    t.barrier();
-    dist::run_learner(t, lc, work);
-}
-
-// All-reduce: rank 0 and ranks 2.. are learners, each with its own solver, all starting from the
-// same weights and stepping alike; rank 0 sends the weights to the statistics server at every
-// epoch boundary and writes final.rudra.
-void run_allreduce_role(const DistOptions& o, const Setup& s, dist::Transport& t, dist::SumGroup& group,
-                        const data::TrainTest& sets, const Binding& binding, dist::Heartbeat& heartbeat) {
-    const int rank = t.rank(), lambda = group.members();
-    session::SessionSpec spec = s.spec;  // one seed: the same initial weights on every learner
-    // As hardsync: one update of lambda*mu samples takes alpha0 * sqrt(lambda*mu / B).
-    const int mu = s.spec.batch > 0 ? s.spec.batch : s.train_layer().batch_size;
-    const int reference = o.reference_batch > 0 ? o.reference_batch : s.train_layer().batch_size;
-    spec.solver.lr.base_lr *= std::sqrt(double(lambda) * mu / reference);
-    session::TrainingSession run(spec, sets, {.train_net = true, .test_net = false, .solver = true});
-    if (!o.warm_start.empty()) run.restore(s.warm, o.warm_start, session::TrainingSession::History::IfMatching);
-    if (rank == kPsRank)
-        say("allreduce: " + std::to_string(lambda) + " learners, each step " + std::to_string(lambda) + " x " +
-            std::to_string(run.batch()) + " samples at base_lr " + std::to_string(spec.solver.lr.base_lr) +
-            " (alpha0 * sqrt(lambda*mu/" + std::to_string(reference) + "))");
-    data::Prefetcher prefetch(sets.train, run.train_transform(), run.batch(),
-                              s.spec.seed * 7919 + static_cast<uint64_t>(rank), 0, binding.helper_thread);
-    nn::ParamStore& params = run.params();
-    dist::AllreduceWork work;
-    work.param_floats = params.size();
-    work.gradients = params.grads();
-    work.final_after = dist::final_gradients_by_layer(run.train_net());
-    work.compute = [&](const std::function<void(size_t)>& after_layer) {
-        return run.compute_gradient(prefetch.next(), after_layer);
-    };
-    const int64_t start_iteration = s.start_samples / (int64_t(lambda) * run.batch());
-    work.apply = [&](int64_t step) { run.solver().apply(params.grads(), start_iteration + step); };
-    work.weights = [&] { return static_cast<const float*>(params.values()); };
-    dist::AllreduceConfig c;
-    if (rank == kPsRank)  // every rank sends its heartbeats to rank 0; the others watch rank 0
-        c.silent_peer = [&heartbeat, &t, timeout = o.peer_timeout] {
-            for (int r = 1; r < t.size(); ++r)
-                if (heartbeat.silent_s(r) > timeout) return r;
-            return -1;
-        };
-    c.stats_rank = kStatsRank;
-    c.batch = run.batch();
-    c.samples_per_epoch = static_cast<int64_t>(sets.train.size());
-    c.epochs = o.epochs - s.start_samples / c.samples_per_epoch;
-    t.barrier();
-    const dist::AllreduceSummary r = dist::run_allreduce_learner(t, group, c, work);
-    if (rank == kPsRank) {
-        const std::string snap_path = (fs::path(o.output) / "final.rudra").string();
-        const int64_t samples = s.start_samples + r.steps * lambda * run.batch();
-        nn::write_snapshot(snap_path, run.snapshot(static_cast<uint64_t>(start_iteration + r.steps),
-                                                   static_cast<uint64_t>(samples), s.spec.seed));
-        std::printf("allreduce: %lld steps; compute %.1f s, all-reduce wait %.1f s (overlap ratio %.3f); snapshot %s\n",
-                    static_cast<long long>(r.steps), r.compute_s, r.wait_s,
-                    r.compute_s + r.wait_s > 0 ? r.compute_s / (r.compute_s + r.wait_s) : 0.0, snap_path.c_str());
-        std::fflush(stdout);
-    }
-}
-
 }  // namespace
 
 int run_dist(const DistOptions& options, int* argc, char*** argv) {
@@ -465,8 +292,15 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
             throw std::runtime_error(
                 "rudra dist needs at least 3 ranks (parameter server, statistics server, a learner); got " +
                 std::to_string(transport.size()));
-        if (o.protocol == "allreduce" && !o.resume.empty())
-            throw std::runtime_error("--resume is not supported with --protocol allreduce yet");
+        const bool gossip = o.protocol == "gossip-pull" || o.protocol == "gossip-push";
+        if ((o.protocol == "allreduce" || o.protocol == "easgd" || gossip) && !o.resume.empty())
+            throw std::runtime_error("--resume is not supported with --protocol " + o.protocol + " yet");
+        if (o.given.count("--beta") && !(o.beta > 0 && o.beta <= 1))
+            throw std::runtime_error("--beta must be in (0, 1], got " + number_text(o.beta));
+        if (o.given.count("--tau") && o.protocol != "easgd" && !gossip)
+            throw std::runtime_error("--tau is a setting of --protocol easgd, gossip-pull and gossip-push");
+        if (o.given.count("--beta") && o.protocol != "easgd")
+            throw std::runtime_error("--beta is a setting of --protocol easgd");
         std::optional<DistCheckpoint> resume;
         if (!o.resume.empty()) {
             resume = read_dist_checkpoint(o.resume);
@@ -479,11 +313,19 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
             dist::PsConfig check;
             parse_checkpoint_every(o.checkpoint_every, check);
         }
-        const bool allreduce = o.protocol == "allreduce";  // no PS: every rank but the statistics server learns
-        const int lambda = transport.size() - (allreduce ? 1 : kFirstLearner);
+        // No PS: every rank but the statistics server learns.
+        const bool decentralized = o.protocol == "allreduce" || gossip;
+        const int lambda = transport.size() - (decentralized ? 1 : kFirstLearner);
         if (o.mode != "base" && o.mode != "overlap") throw std::runtime_error("--mode must be base or overlap");
         const dist::Protocol protocol = dist::Protocol::parse(o.protocol, lambda, o.n);  // on every rank
         if (!o.lr_modulation.empty()) dist::parse_lr_modulation(o.lr_modulation);
+        const std::vector<int> learner_ranks = decentralized ? decentralized_learner_ranks(transport.size())
+                                                             : ranks_from(kFirstLearner, transport.size());
+        const auto [straggler, factor] = parse_straggler(o.straggler, learner_ranks);  // on every rank
+        if (straggler >= 0 && rank == kPsRank)
+            say("rank " + std::to_string(straggler) + " is a straggler: its compute is slowed " +
+                o.straggler.substr(o.straggler.find(':') + 1) + " times (it sleeps)");
+        const double straggle = rank == straggler ? factor : 1.0;
         omp_set_num_threads(o.threads);
         const Binding binding = bind_threads(o.bind, dist::MpiSession::ranks_on_this_node(),
                                              dist::MpiSession::rank_on_this_node(), o.threads);
@@ -502,11 +344,12 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
             beats.notify = ranks_from(1, transport.size());
         }
         dist::Heartbeat heartbeat(transport, beats);
-        if (allreduce) {
+        if (decentralized) {
             dist::MpiSumGroup group(rank != kStatsRank, wait);  // collective: every rank builds it
-            if (rank == kStatsRank || rank == kPsRank) fs::create_directories(o.output);
+            fs::create_directories(o.output);
             if (rank == kStatsRank) run_stats(o, s, transport, protocol, sets, heartbeat);
-            else run_allreduce_role(o, s, transport, group, sets, binding, heartbeat);
+            else if (gossip) run_gossip_role(o, s, transport, group, protocol, sets, binding, heartbeat, straggle);
+            else run_allreduce_role(o, s, transport, group, sets, binding, heartbeat, straggle);
         } else if (rank == kPsRank) {
             fs::create_directories(o.output);
             code = run_ps(o, s, transport, protocol, sets, wait, mpi, heartbeat);
@@ -514,7 +357,7 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
             fs::create_directories(o.output);
             run_stats(o, s, transport, protocol, sets, heartbeat);
         } else {
-            run_learner_role(o, s, transport, protocol, sets, binding, heartbeat);
+            run_learner_role(o, s, transport, protocol, sets, binding, straggle);
         }
         // The role is over: signals take their default action again (a rank waiting in
         // MPI_Finalize can be ended), and the heartbeats still on their way are received once

@@ -149,8 +149,9 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"on", "auto", "off"}))
         ->capture_default_str();
     d->add_option("--protocol", dist.protocol,
-                  "synchronisation protocol: hardsync, softsync, async (parameter server) or allreduce (none)")
-        ->check(CLI::IsMember({"hardsync", "softsync", "async", "allreduce"}))
+                  "synchronisation protocol: hardsync, softsync, async, easgd (parameter server); allreduce, "
+                  "gossip-pull, gossip-push (none)")
+        ->check(CLI::IsMember({"hardsync", "softsync", "async", "easgd", "allreduce", "gossip-pull", "gossip-push"}))
         ->capture_default_str();
     d->add_option("--n", dist.n, "n of n-softsync: an update averages floor(learners / n) gradients")
         ->check(checks::kPositiveInteger)
@@ -193,6 +194,12 @@ int main(int argc, char** argv) {
                   "checkpoint the PS every N updates, Ns seconds or Nm minutes (0: only at epoch ends and on "
                   "signals)")
         ->capture_default_str();
+    d->add_option("--tau", dist.tau, "easgd, gossip: local steps between exchanges (with the centre, or with a peer)")
+        ->check(checks::kPositiveInteger)
+        ->capture_default_str();
+    d->add_option("--beta", dist.beta, "easgd: moving rate in (0, 1] (default 0.9 / learners)");
+    d->add_option("--straggler", dist.straggler,
+                  "RANK:FACTOR: slow that learner's compute FACTOR times by sleeping (experiments with stragglers)");
     d->add_option("--peer-timeout", dist.peer_timeout,
                   "seconds without a heartbeat after which a rank is lost: a learner is dropped (softsync, async) or "
                   "stops the run (hardsync); learners end when the PS falls silent")

@@ -1,6 +1,8 @@
-// All-reduce SGD on the in-process transport and sum group: buckets formed from the layers'
-// gradient ranges, and lambda learners of mini-batch mu against one learner of mini-batch
-// lambda*mu on the same samples, with every learner's model identical after the run.
+// The methods beyond the PS protocols, on the in-process transport. All-reduce SGD: buckets
+// formed from the layers' gradient ranges, and lambda learners of mini-batch mu against one
+// learner of mini-batch lambda*mu on the same samples, with every learner's model identical after
+// the run. EASGD: the centre takes the elastic differences as they are, and converges. Gossip:
+// with the learning rate at zero, pull and push rounds bring every model to one value.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
@@ -11,7 +13,12 @@
 
 #include "data/batch_stream.h"
 #include "dist/allreduce.h"
+#include "dist/easgd.h"
+#include "dist/gossip.h"
+#include "dist/heartbeat.h"
 #include "dist/inprocess_transport.h"
+#include "dist/parameter_server.h"
+#include "dist/update_rule.h"
 #include "dist/protocol.h"
 #include "dist/stats_server.h"
 #include "nn/net.h"
@@ -225,4 +232,202 @@ TEST_CASE("allreduce: lambda learners of mini-batch mu equal one learner of lamb
     CAPTURE(max_change);
     CHECK(max_change > 1e-2);
     CHECK(max_diff < 1e-5);
+}
+
+TEST_CASE("easgd: the PS's centre moves by each elastic difference as it is, with no rate or momentum") {
+    nn::ParamEntry e;
+    e.layer = "w";
+    e.shape = nn::Shape{2};
+    nn::ParamStore p({e});
+    p.values()[0] = 1.0f;
+    p.values()[1] = -1.0f;
+    nn::SolverSpec sgd;
+    sgd.lr.base_lr = 0.7;
+    sgd.momentum = 0.9;
+    nn::Solver solver(sgd, p);
+    UpdateRuleConfig cfg;
+    cfg.base_scale = 5.0f;
+    cfg.modulation = LrModulation::PerGradient;  // ignored: a difference is not a gradient
+    UpdateRule rule(Protocol::easgd(2), solver, p, 2, cfg);
+    const float d1[2] = {0.25f, 0.5f}, d2[2] = {-0.5f, 1.0f};
+    CHECK(rule.add_gradient(0, 0, d1));
+    CHECK(rule.add_gradient(1, 0, d2));  // one stale: applied as it is all the same
+    CHECK(p.values()[0] == 0.75f);
+    CHECK(p.values()[1] == 0.5f);
+    CHECK(rule.timestamp() == 2);
+    CHECK(Protocol::parse("easgd", 4).name() == "easgd");
+    CHECK(Protocol::easgd(4).gradients_per_update() == 1);
+}
+
+TEST_CASE("easgd: learners stepping on 0.5 |w - 3|^2 pull the centre to the optimum; every process ends") {
+    const int lambda = 3, n = 4, epochs = 4;
+    const int64_t samples_per_epoch = 40;  // differences of tau = 2 steps of mini-batch 1: 20 per epoch
+    nn::ParamEntry e;
+    e.layer = "w";
+    e.shape = nn::Shape{n};
+    nn::ParamStore centre({e});  // starts at 0
+    nn::SolverSpec none;
+    nn::Solver ps_solver(none, centre);
+    UpdateRuleConfig cfg;
+    cfg.batch = 2;  // tau x mu: the samples one difference stands for
+    UpdateRule rule(Protocol::easgd(lambda), ps_solver, centre, lambda, cfg);
+    InProcessHub hub(lambda + 2);
+    auto beats = [](std::vector<int> notify) {
+        HeartbeatConfig c;
+        c.notify = std::move(notify);
+        c.interval_s = 1.0;
+        return c;
+    };
+    std::vector<std::thread> threads;
+    const size_t floats = centre.size();  // the arena, padding included, as the PS sends it
+    std::vector<std::vector<float>> local(lambda, std::vector<float>(floats));
+    std::vector<LearnerSummary> summaries(lambda);
+    for (int l = 0; l < lambda; ++l)
+        threads.emplace_back([&, l] {
+            InProcessTransport t(hub, 2 + l);
+            Heartbeat hb(t, beats({0}));
+            EasgdWork w;
+            w.param_floats = floats;
+            w.weights = local[l].data();
+            w.step = [&, l] {
+                std::this_thread::sleep_for(std::chrono::microseconds(300));  // a step takes a moment
+                double loss = 0;
+                for (float& x : local[l]) {  // padding included: it moves to 3 like the rest
+                    loss += 0.5 * (x - 3.0f) * (x - 3.0f);
+                    x -= 0.2f * (x - 3.0f);
+                }
+                return loss;
+            };
+            EasgdConfig c;
+            c.tau = 2;
+            c.beta = 0.3f;
+            c.report_every = 4;
+            summaries[l] = run_easgd_learner(t, c, w);
+        });
+    std::vector<std::string> lines;
+    threads.emplace_back([&] {
+        InProcessTransport t(hub, 1);
+        Heartbeat hb(t, beats({0}));
+        StatsConfig sc;
+        sc.heartbeat = &hb;
+        sc.learners = lambda;
+        sc.param_floats = floats;
+        sc.protocol = "easgd";
+        run_stats_server(t, sc, [](const float*) { return TestResult{0.5, 1.0}; },
+                         [&](const nlohmann::ordered_json& line) { lines.push_back(line.dump()); });
+    });
+    InProcessTransport t(hub, 0);
+    PsConfig pc;
+    for (int l = 0; l < lambda; ++l) pc.learner_ranks.push_back(2 + l);
+    pc.samples_per_epoch = samples_per_epoch;
+    pc.epochs = epochs;
+    Heartbeat hb(t, beats({1, 2, 3, 4}));
+    PsHooks hooks;
+    hooks.heartbeat = &hb;
+    ParameterServer ps(t, rule, centre, pc, hooks);
+    const PsResult r = ps.run();
+    for (auto& th : threads) th.join();
+    CHECK(r.end == PsResult::End::Finished);
+    CHECK(r.updates == epochs * samples_per_epoch / 2);
+    int epoch_lines = 0;
+    for (const auto& l : lines) epoch_lines += l.find("\"event\":\"epoch\"") != std::string::npos;
+    CHECK(epoch_lines == epochs);
+    for (int i = 0; i < n; ++i) CHECK(centre.values()[i] == doctest::Approx(3.0).epsilon(0.02));
+    for (const auto& s : summaries) CHECK(s.minibatches >= 2);
+}
+
+namespace {
+
+// Gossip among `lambda` learners whose steps change nothing (learning rate zero), from models
+// that differ; returns each learner's summary and final model.
+struct GossipOutcome {
+    std::vector<GossipSummary> summaries;
+    std::vector<std::vector<float>> models;
+    std::vector<double> logged_spreads;
+};
+
+GossipOutcome gossip_at_rate_zero(GossipMode mode, int lambda, int tau, int epochs) {
+    const size_t n = 5;
+    GossipOutcome out;
+    out.summaries.resize(lambda);
+    out.models.resize(lambda);
+    for (int l = 0; l < lambda; ++l)
+        for (size_t i = 0; i < n; ++i) out.models[l].push_back(float(l * 10) + float(i));  // spread ~ 10s
+    InProcessHub hub(lambda + 1);  // ranks: 0 learner 0, 1 statistics server, 2.. the others
+    InProcessSumHub sums(lambda);
+    std::vector<int> ranks{0};
+    for (int l = 1; l < lambda; ++l) ranks.push_back(l + 1);
+    std::vector<std::thread> threads;
+    threads.emplace_back([&] {
+        InProcessTransport t(hub, 1);
+        StatsConfig sc;
+        sc.ps_rank = 0;
+        sc.learners = lambda;
+        sc.param_floats = n;
+        sc.protocol = "gossip";
+        run_stats_server(t, sc, [](const float*) { return TestResult{0.5, 1.0}; },
+                         [&](const nlohmann::ordered_json& line) {
+                             if (line.value("event", "") == "epoch") out.logged_spreads.push_back(line.value("spread", -1.0));
+                         });
+    });
+    for (int l = 0; l < lambda; ++l)
+        threads.emplace_back([&, l] {
+            InProcessTransport t(hub, ranks[l]);
+            InProcessSumGroup group(sums, l);
+            GossipWork w;
+            w.param_floats = n;
+            w.weights = out.models[l].data();
+            w.step = [] {
+                std::this_thread::sleep_for(std::chrono::microseconds(200));
+                return 0.0;
+            };
+            GossipConfig c;
+            c.mode = mode;
+            c.tau = tau;
+            c.seed = 7;
+            c.learner_ranks = ranks;
+            c.batch = 1;
+            c.samples_per_epoch = 20 * lambda;  // 20 local steps per learner per epoch
+            c.epochs = epochs;
+            c.report_every = 5;
+            out.summaries[l] = run_gossip_learner(t, group, c, w);
+        });
+    for (auto& t : threads) t.join();
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("gossip at learning rate zero: pull and push rounds bring every learner's model to one value") {
+    for (GossipMode mode : {GossipMode::Pull, GossipMode::Push}) {
+        CAPTURE(mode == GossipMode::Pull ? "pull" : "push");
+        const int lambda = 4, epochs = 3;
+        const GossipOutcome o = gossip_at_rate_zero(mode, lambda, 1, epochs);
+        REQUIRE(o.logged_spreads.size() == size_t(epochs));
+        for (const GossipSummary& s : o.summaries) {
+            CHECK(s.steps == 20 * epochs);
+            CHECK(s.peers.size() == size_t(20 * epochs));  // tau 1: an exchange every step
+            REQUIRE(s.spreads.size() == size_t(epochs));
+            CHECK(s.spreads == o.summaries[0].spreads);  // every learner computed the same spread
+        }
+        // The spread falls epoch by epoch, from tens to almost nothing.
+        CHECK(o.logged_spreads[0] < 10.0);
+        CHECK(o.logged_spreads[2] < o.logged_spreads[0]);
+        CHECK(o.logged_spreads[2] < 1e-2);
+        for (int l = 1; l < lambda; ++l)
+            for (size_t i = 0; i < o.models[0].size(); ++i)
+                CHECK(o.models[l][i] == doctest::Approx(o.models[0][i]).epsilon(1e-3));
+        // Peers are never the learner itself, and are recorded.
+        for (int r : o.summaries[0].peers) CHECK(r != 0);
+    }
+}
+
+TEST_CASE("gossip: the peer choices follow the seed; one learner is an error") {
+    const GossipOutcome a = gossip_at_rate_zero(GossipMode::Pull, 3, 2, 1);
+    const GossipOutcome b = gossip_at_rate_zero(GossipMode::Pull, 3, 2, 1);
+    for (int l = 0; l < 3; ++l) CHECK(a.summaries[l].peers == b.summaries[l].peers);
+    CHECK(a.summaries[0].peers.size() == 10);  // 20 steps, tau 2
+    CHECK_THROWS_WITH(Protocol::parse("gossip-pull", 1), doctest::Contains("needs at least 2 learners"));
+    CHECK(Protocol::parse("gossip-push", 3).name() == "gossip-push");
+    CHECK(!Protocol::parse("gossip-push", 3).has_parameter_server());
 }

@@ -1,0 +1,69 @@
+#include "dist/easgd.h"
+
+#include <chrono>
+#include <stdexcept>
+#include <vector>
+
+#include "dist/messages.h"
+#include "dist/ps_client.h"
+
+namespace rudra::dist {
+
+LearnerSummary run_easgd_learner(Transport& t, const EasgdConfig& cfg, const EasgdWork& work) {
+    if (cfg.tau < 1 || !(cfg.beta > 0.0f && cfg.beta <= 1.0f))
+        throw std::logic_error("easgd: tau must be >= 1 and beta in (0, 1]");
+    using Clock = std::chrono::steady_clock;
+    const auto since = [](Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+    const size_t n = work.param_floats;
+    PsClient ps(t, cfg.ps_rank, n);
+    std::vector<float> centre(n), diff(n);
+    GradientMessage msg;
+    LearnerSummary sum;
+    LearnerReport report{};
+    const auto send_report = [&](bool done) {
+        report.compute_s = sum.compute_s;
+        report.wait_s = sum.wait_s;
+        report.minibatches = sum.minibatches;
+        report.done = done ? 1 : 0;
+        t.send(cfg.stats_rank, kLearnerReport, &report, sizeof report);
+        report.loss_sum = 0.0;
+        report.loss_count = 0;
+    };
+    // Every learner starts from the centre.
+    auto t0 = Clock::now();
+    PsClient::Pulled pulled = ps.pull(-1, 0, centre.data());
+    sum.wait_s += since(t0);
+    if (!pulled.stop) std::copy(centre.begin(), centre.end(), work.weights);
+    while (!pulled.stop) {
+        double loss_sum = 0.0;
+        for (int k = 0; k < cfg.tau; ++k) {
+            t0 = Clock::now();
+            const double loss = work.step();
+            sum.compute_s += since(t0);
+            loss_sum += loss;
+            report.loss_sum += loss;
+            ++report.loss_count;
+            if (++sum.minibatches % cfg.report_every == 0) send_report(false);
+        }
+        t0 = Clock::now();
+        pulled = ps.pull(-1, 0, centre.data());
+        if (!pulled.stop) {
+            // The elastic force: both ends move by the same difference, towards each other.
+            float* w = work.weights;
+            for (size_t i = 0; i < n; ++i) {
+                diff[i] = cfg.beta * (w[i] - centre[i]);
+                w[i] -= diff[i];
+            }
+            msg.pack(pulled.ts, loss_sum / cfg.tau, diff.data(), n);
+            ps.push(msg);
+        }
+        sum.wait_s += since(t0);
+    }
+    // The last report before the goodbye: once the PS has the goodbye, the statistics server
+    // has all this learner will send.
+    send_report(true);
+    ps.bye();
+    return sum;
+}
+
+}  // namespace rudra::dist

@@ -1,0 +1,221 @@
+#include "dist/gossip.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <mutex>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "dist/messages.h"
+
+namespace rudra::dist {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// The model as peers see it, and (push) the models received from them. The serving thread
+// answers pulls and takes pushes while the learner computes.
+class ModelExchange {
+public:
+    ModelExchange(Transport& t, GossipMode mode, size_t n) : t_(t), mode_(mode), published_(n), inbox_(n, 0.0f) {}
+    ~ModelExchange() { stop(); }
+
+    void publish(const float* w) {
+        std::lock_guard<std::mutex> lock(mu_);
+        std::copy(w, w + published_.size(), published_.begin());
+    }
+    // Push: adds the models received since the last call to `w` and averages; returns how many.
+    int average_inbox(float* w) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (inbox_count_ == 0) return 0;
+        const float inv = 1.0f / static_cast<float>(inbox_count_ + 1);
+        for (size_t i = 0; i < inbox_.size(); ++i) {
+            w[i] = (w[i] + inbox_[i]) * inv;
+            inbox_[i] = 0.0f;
+        }
+        const int taken = inbox_count_;
+        inbox_count_ = 0;
+        return taken;
+    }
+    void start() {
+        thread_ = std::thread([this] { serve(); });
+    }
+    // Ends the serving thread once `expected` pushed models have arrived (pull: 0).
+    void stop(int64_t expected = 0) {
+        if (!thread_.joinable()) return;
+        expected_ = expected;
+        stopping_ = true;
+        thread_.join();
+    }
+
+private:
+    void serve() {
+        const int tag = mode_ == GossipMode::Pull ? kGossipRequest : kGossipModel;
+        std::vector<char> in, out;
+        while (!(stopping_ && received_ >= expected_)) {
+            const auto e = t_.recv_while(kAnySource, tag, in, until(Clock::now() + std::chrono::milliseconds(20)));
+            if (!e) continue;
+            if (mode_ == GossipMode::Pull) {
+                {
+                    std::lock_guard<std::mutex> lock(mu_);
+                    out.assign(reinterpret_cast<const char*>(published_.data()),
+                               reinterpret_cast<const char*>(published_.data() + published_.size()));
+                }
+                t_.send(e->source, kGossipModel, out.data(), out.size());
+            } else {
+                if (in.size() != inbox_.size() * sizeof(float))
+                    throw std::runtime_error("gossip: a model of " + std::to_string(in.size()) + " bytes from rank " +
+                                             std::to_string(e->source) + " does not match this one");
+                const float* m = reinterpret_cast<const float*>(in.data());
+                std::lock_guard<std::mutex> lock(mu_);
+                for (size_t i = 0; i < inbox_.size(); ++i) inbox_[i] += m[i];
+                ++inbox_count_;
+                ++received_;
+            }
+        }
+    }
+
+    Transport& t_;
+    GossipMode mode_;
+    std::mutex mu_;
+    std::vector<float> published_, inbox_;
+    int inbox_count_ = 0;
+    std::atomic<int64_t> received_{0}, expected_{0};
+    std::atomic<bool> stopping_{false};
+    std::thread thread_;
+};
+
+}  // namespace
+
+GossipSummary run_gossip_learner(Transport& t, SumGroup& group, const GossipConfig& cfg, const GossipWork& work) {
+    const int lambda = group.members(), me = group.index();
+    if (lambda < 2) throw std::runtime_error("gossip needs at least 2 learners");
+    if (cfg.tau < 1 || cfg.batch <= 0 || cfg.samples_per_epoch <= 0 ||
+        static_cast<int>(cfg.learner_ranks.size()) != lambda)
+        throw std::logic_error("gossip: tau, batch, epoch size and the learners' ranks are needed");
+    const size_t n = work.param_floats;
+    float* w = work.weights;
+    // Each learner's share of an epoch: the epoch's samples over lambda learners of `batch`.
+    const int64_t steps_per_epoch = std::max<int64_t>(1, (cfg.samples_per_epoch + lambda * cfg.batch - 1) /
+                                                             (lambda * cfg.batch));
+    int lost = -1;
+    const KeepWaiting keep_waiting = [&] {
+        if (cfg.silent_peer) lost = cfg.silent_peer();
+        return lost < 0;
+    };
+    const auto gone = [&] {
+        return PeerError(lost, "gossip: rank " + std::to_string(lost) +
+                                   " stopped answering (silent longer than the peer timeout)");
+    };
+    std::mt19937_64 rng(cfg.seed * 1000003u + static_cast<uint64_t>(me));
+    std::uniform_int_distribution<int> pick(0, lambda - 2);  // any member but this one
+    ModelExchange exchange(t, cfg.mode, n);
+    exchange.publish(w);
+    exchange.start();
+    std::vector<int64_t> sent_to(static_cast<size_t>(lambda), 0);
+    std::vector<float> avg(n), peer(n), counts(static_cast<size_t>(lambda));
+    std::vector<char> in, out;
+    GossipSummary sum;
+    LearnerReport report{};
+    const bool root = me == 0;
+    int64_t epochs_sent = 0;
+    const auto started = Clock::now();
+    for (int64_t epoch = 1; epoch <= cfg.epochs; ++epoch) {
+        for (int64_t k = 0; k < steps_per_epoch; ++k) {
+            auto t0 = Clock::now();
+            const double loss = work.step();
+            sum.compute_s += seconds_since(t0);
+            exchange.publish(w);
+            ++sum.steps;
+            report.loss_sum += loss;
+            ++report.loss_count;
+            if (sum.steps % cfg.tau == 0) {
+                t0 = Clock::now();
+                const int other = pick(rng);
+                const int idx = other >= me ? other + 1 : other;
+                const int rank = cfg.learner_ranks[static_cast<size_t>(idx)];
+                sum.peers.push_back(rank);
+                if (cfg.mode == GossipMode::Pull) {
+                    t.send(rank, kGossipRequest, nullptr, 0);
+                    const auto e = t.recv_while(rank, kGossipModel, in, keep_waiting);
+                    if (!e) throw gone();
+                    if (in.size() != n * sizeof(float))
+                        throw std::runtime_error("gossip: a model of " + std::to_string(in.size()) + " bytes from rank " +
+                                                 std::to_string(rank) + " does not match this one");
+                    const float* m = reinterpret_cast<const float*>(in.data());
+                    for (size_t i = 0; i < n; ++i) w[i] = 0.5f * (w[i] + m[i]);
+                } else {
+                    out.assign(reinterpret_cast<const char*>(w), reinterpret_cast<const char*>(w + n));
+                    t.send(rank, kGossipModel, out.data(), out.size());
+                    ++sent_to[static_cast<size_t>(idx)];
+                    exchange.average_inbox(w);
+                }
+                exchange.publish(w);
+                sum.wait_s += seconds_since(t0);
+            }
+            const bool last = epoch == cfg.epochs && k + 1 == steps_per_epoch;
+            if (sum.steps % cfg.report_every == 0 || last) {
+                report.compute_s = sum.compute_s;
+                report.wait_s = sum.wait_s;
+                report.minibatches = sum.steps;
+                report.done = last ? 1 : 0;
+                t.send(cfg.stats_rank, kLearnerReport, &report, sizeof report);
+                report.loss_sum = 0.0;
+                report.loss_count = 0;
+            }
+        }
+        // The epoch boundary: the average model and the spread, from two sums over the learners.
+        const auto t0 = Clock::now();
+        std::copy(w, w + n, avg.begin());
+        group.start(avg.data(), n);
+        if (!group.wait_all(keep_waiting)) throw gone();
+        double d2 = 0.0;
+        for (size_t i = 0; i < n; ++i) {
+            avg[i] /= static_cast<float>(lambda);
+            d2 += double(w[i] - avg[i]) * double(w[i] - avg[i]);
+        }
+        std::fill(counts.begin(), counts.end(), 0.0f);
+        counts[static_cast<size_t>(me)] = static_cast<float>(d2);
+        group.start(counts.data(), counts.size());
+        if (!group.wait_all(keep_waiting)) throw gone();
+        const double spread = std::sqrt(*std::max_element(counts.begin(), counts.end()));
+        sum.spreads.push_back(spread);
+        sum.wait_s += seconds_since(t0);
+        if (root) {
+            EpochWeightsHeader h{};
+            h.epoch = epoch;
+            h.ts = sum.steps;
+            h.samples = epoch * cfg.samples_per_epoch;
+            h.elapsed_s = seconds_since(started);
+            h.final = epoch == cfg.epochs ? 1 : 0;
+            h.has_spread = 1;
+            h.spread = spread;
+            pack(out, h, avg.data(), n);
+            t.send(cfg.stats_rank, kEpochWeights, out.data(), out.size());
+            ++epochs_sent;
+        }
+    }
+    // Push: how many models each learner must still take before its serving thread stops (the
+    // counts are exact in floats far beyond any run's exchanges).
+    int64_t expected = 0;
+    if (cfg.mode == GossipMode::Push) {
+        for (int j = 0; j < lambda; ++j) counts[static_cast<size_t>(j)] = static_cast<float>(sent_to[static_cast<size_t>(j)]);
+        group.start(counts.data(), counts.size());
+        if (!group.wait_all(keep_waiting)) throw gone();
+        expected = static_cast<int64_t>(counts[static_cast<size_t>(me)]);
+    }
+    exchange.stop(expected);
+    sum.average = std::move(avg);
+    if (root) {
+        for (int64_t e = 0; e <= epochs_sent; ++e)
+            if (!t.recv_while(cfg.stats_rank, e < epochs_sent ? kEpochLogged : kStatsDone, in, keep_waiting)) throw gone();
+    }
+    return sum;
+}
+
+}  // namespace rudra::dist

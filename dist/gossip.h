@@ -1,0 +1,58 @@
+// Gossip SGD, with no parameter server (the notes' "How to scale distributed deep learning?"):
+// each learner takes local SGD steps with its own solver; every tau steps it exchanges models
+// with one peer chosen at random (seeded per learner, and recorded). Pull: it asks the peer for
+// its model and averages with it. Push: it sends its model to the peer, and averages its own
+// with every model it received since its previous round.
+//
+// Consistency: a peer's model is read while its owner trains. Each learner publishes a copy of
+// its model after every local step (double buffering: the step writes the model, the copy is
+// replaced whole under a lock), and a serving thread answers peers from that copy; so a peer
+// always gets the whole model of one step, never a half-updated one.
+//
+// At every epoch boundary (each learner's share of the epoch's samples) the learners meet in a
+// collective: the average of their models and the spread (the largest distance of a model from
+// the average) go to the statistics server with the average, and push's message counts are
+// exchanged so that no model is left unreceived at the end.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "dist/allreduce.h"
+#include "dist/transport.h"
+
+namespace rudra::dist {
+
+enum class GossipMode { Pull, Push };
+
+struct GossipConfig {
+    GossipMode mode = GossipMode::Pull;
+    int tau = 1;                     // local steps between exchanges
+    uint64_t seed = 1;               // peer choices: each learner draws from seed and its index
+    std::vector<int> learner_ranks;  // the rank of each member of the sum group, by index
+    int stats_rank = 1;
+    int64_t batch = 0;               // each learner's mini-batch
+    int64_t samples_per_epoch = 0;
+    int64_t epochs = 1;
+    int report_every = 10;           // local steps between loss reports
+    std::function<int()> silent_peer;  // as AllreduceConfig's
+};
+
+struct GossipWork {
+    size_t param_floats = 0;
+    float* weights = nullptr;      // the local model, which `step` updates
+    std::function<double()> step;  // one local SGD step; returns the loss
+};
+
+struct GossipSummary {
+    int64_t steps = 0;
+    double compute_s = 0.0, wait_s = 0.0;
+    std::vector<int> peers;        // the peer (rank) of each exchange, in order
+    std::vector<double> spreads;   // the spread at each epoch boundary
+    std::vector<float> average;    // the learners' average model at the last epoch boundary
+};
+
+GossipSummary run_gossip_learner(Transport& transport, SumGroup& group, const GossipConfig& config,
+                                 const GossipWork& work);
+
+}  // namespace rudra::dist

@@ -1,0 +1,315 @@
+#include "tools/dist_roles.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "data/batch_stream.h"
+#include "dist/easgd.h"
+#include "dist/gossip.h"
+#include "dist/learner.h"
+#include "dist/messages.h"
+#include "dist/stats_server.h"
+#include "nn/atomic_file.h"
+#include "session/metrics_log.h"
+
+namespace rudra::tools::dist_run {
+
+namespace fs = std::filesystem;
+
+std::string utc_now() {
+    char buf[32];
+    const std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+void say(const std::string& line) {
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+}
+
+std::vector<int> ranks_from(int first, int size) {
+    std::vector<int> r;
+    for (int i = first; i < size; ++i) r.push_back(i);
+    return r;
+}
+
+// A number as a user wrote it: 1.5, not 1.500000.
+std::string number_text(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+}
+
+// EASGD's moving rate: --beta, or 0.9 / learners (the EASGD paper's beta = 0.9 shared by p learners).
+double easgd_beta(const DistOptions& o, int learners) { return o.beta > 0 ? o.beta : 0.9 / learners; }
+
+namespace {
+
+// Rank 0 of a decentralized run hears every rank's heartbeats (the others watch rank 0 alone):
+// the first rank silent longer than `timeout`, or -1.
+std::function<int()> silent_peer(dist::Heartbeat& heartbeat, int size, double timeout) {
+    return [&heartbeat, size, timeout] {
+        for (int r = 1; r < size; ++r)
+            if (heartbeat.silent_s(r) > timeout) return r;
+        return -1;
+    };
+}
+
+// A resumed run's metrics: epoch lines after the checkpoint's epoch are dropped (the run computes
+// them again); returns the last epoch logged.
+int64_t trim_metrics(const std::string& path, int64_t checkpoint_epoch) {
+    std::ifstream in(path);
+    if (!in) return 0;
+    std::string kept, line;
+    int64_t last = 0;
+    while (std::getline(in, line)) {
+        if (line.empty()) continue;
+        nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+        if (j.is_discarded()) continue;  // a line torn by a kill
+        if (j.value("event", "") == "epoch") {
+            const int64_t e = j.value("epoch", int64_t{0});
+            if (e > checkpoint_epoch) continue;
+            last = std::max(last, e);
+        }
+        kept += line + "\n";
+    }
+    nn::write_file_atomically(path, kept);
+    return last;
+}
+
+}  // namespace
+
+void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
+               const data::TrainTest& sets, dist::Heartbeat& heartbeat) {
+    const int lambda = protocol.learners();
+    session::TrainingSession run(s.spec, sets, {.train_net = false, .test_net = true, .solver = false});
+    const std::string metrics_path = (fs::path(o.output) / "metrics.jsonl").string();
+    dist::StatsConfig sc;
+    if (s.resume) sc.last_logged_epoch = trim_metrics(metrics_path, s.resume->epoch());
+    session::MetricsLog log(metrics_path, s.resume.has_value());
+    nlohmann::ordered_json start{{"event", s.resume ? "resume" : "start"},
+                                 {"time", utc_now()},
+                                 {"solver", o.solver},
+                                 {"protocol", o.protocol},
+                                 {"n", o.n},
+                                 {"learners", lambda},
+                                 {"batch", o.batch},
+                                 {"mode", o.mode},
+                                 {"epochs", o.epochs},
+                                 {"lr_modulation", o.lr_modulation},
+                                 {"momentum_compensation", o.momentum_compensation},
+                                 {"warm_start", o.warm_start},
+                                 {"base_lr", s.spec.solver.lr.base_lr},
+                                 {"momentum", s.spec.solver.momentum},
+                                 {"train_images", sets.train.size()},
+                                 {"test_images", sets.test.size()}};
+    if (s.resume) {
+        start["checkpoint"] = s.resume->path;
+        start["from_epoch"] = s.resume->epoch();
+        start["from_samples"] = s.resume->samples();
+        start["checkpoint_learners"] = s.resume->learners();
+    }
+    if (protocol.elastic() || protocol.gossip()) start["tau"] = o.tau;
+    if (protocol.elastic()) start["beta"] = easgd_beta(o, lambda);
+    if (!o.straggler.empty()) start["straggler"] = o.straggler;
+    log.write(start);
+    sc.ps_rank = kPsRank;
+    sc.learners = lambda;
+    sc.param_floats = run.params().size();
+    sc.protocol = protocol.name();
+    sc.start_samples = s.resume ? s.resume->samples() : s.start_samples;
+    sc.start_elapsed_s = s.resume ? s.resume->elapsed_s() : 0.0;
+    sc.on_epoch = [](const nlohmann::ordered_json& line) { say(line.dump()); };
+    sc.heartbeat = &heartbeat;
+    sc.peer_timeout_s = o.peer_timeout;
+    t.barrier();
+    dist::run_stats_server(
+        t, sc,
+        [&](const float* w) {
+            std::memcpy(run.params().values(), w, sizeof(float) * run.params().size());
+            const session::EvalResult r = run.evaluate();
+            return dist::TestResult{r.accuracy, r.loss};
+        },
+        [&](const nlohmann::ordered_json& line) { log.write(line); });
+}
+
+void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
+                      const data::TrainTest& sets, const Binding& binding, double straggle) {
+    const int rank = t.rank();
+    session::SessionSpec spec = s.spec;
+    spec.seed = s.spec.seed + rank;  // each learner's own dropout stream
+    // `auto` backends are measured once for the job: the first learner measures (or reads its
+    // cache) and sends its choices to the other learners, whose nets have the same shapes.
+    const bool measure_once = spec.kernels.uses_auto() && t.size() > kFirstLearner + 1;
+    if (measure_once && rank != kFirstLearner) {
+        std::vector<char> text;
+        t.recv(kFirstLearner, dist::kKernelChoices, text);
+        spec.kernels.conv.assign(text.begin(), text.end());
+    }
+    // EASGD's learners take local steps with a solver of their own.
+    session::TrainingSession run(spec, sets, {.train_net = true, .test_net = false, .solver = protocol.elastic()});
+    if (measure_once && rank == kFirstLearner) {
+        const std::string chosen = run.resolved_kernels().conv;
+        for (int r = kFirstLearner + 1; r < t.size(); ++r)
+            t.send(r, dist::kKernelChoices, chosen.data(), chosen.size());
+        std::printf("rank %d: --conv-backend %s for the learners: %s\n", rank, s.spec.kernels.conv.c_str(),
+                    chosen.c_str());
+        std::fflush(stdout);
+    }
+    // Each learner samples its own seeded stream over the whole training set; a resumed one
+    // goes on after the samples of its gradients in the checkpoint's updates.
+    const uint64_t position =
+        s.resume ? static_cast<uint64_t>(s.resume->applied(rank - kFirstLearner)) * static_cast<uint64_t>(run.batch()) : 0;
+    data::Prefetcher prefetch(sets.train, run.train_transform(), run.batch(),
+                              s.spec.seed * 7919 + static_cast<uint64_t>(rank), position, binding.helper_thread);
+    nn::ParamStore& params = run.params();
+    if (protocol.elastic()) {
+        dist::EasgdWork work;
+        work.param_floats = params.size();
+        work.weights = params.values();
+        int64_t step = 0;
+        work.step = slowed([&]() { return run.step(prefetch.next(), step++); }, straggle);
+        dist::EasgdConfig ec;
+        ec.ps_rank = kPsRank;
+        ec.stats_rank = kStatsRank;
+        ec.tau = o.tau;
+        ec.beta = static_cast<float>(easgd_beta(o, protocol.learners()));
+        t.barrier();
+        dist::run_easgd_learner(t, ec, work);
+        return;
+    }
+    dist::LearnerWork work;
+    work.param_floats = params.size();
+    work.load_weights = [&](const float* w) { std::memcpy(params.values(), w, sizeof(float) * params.size()); };
+    work.compute = slowed([&]() { return run.compute_gradient(prefetch.next()); }, straggle);
+    work.gradients = params.grads();
+    dist::LearnerConfig lc;
+    lc.ps_rank = kPsRank;
+    lc.stats_rank = kStatsRank;
+    lc.overlap = o.mode == "overlap";
+    lc.synchronous = protocol.synchronous();
+    t.barrier();
+    dist::run_learner(t, lc, work);
+}
+
+// All-reduce: rank 0 and ranks 2.. are learners, each with its own solver, all starting from the
+// same weights and stepping alike; rank 0 sends the weights to the statistics server at every
+// epoch boundary and writes final.rudra.
+void run_allreduce_role(const DistOptions& o, const Setup& s, dist::Transport& t, dist::SumGroup& group,
+                        const data::TrainTest& sets, const Binding& binding, dist::Heartbeat& heartbeat,
+                        double straggle) {
+    const int rank = t.rank(), lambda = group.members();
+    session::SessionSpec spec = s.spec;  // one seed: the same initial weights on every learner
+    // As hardsync: one update of lambda*mu samples takes alpha0 * sqrt(lambda*mu / B).
+    const int mu = s.spec.batch > 0 ? s.spec.batch : s.train_layer().batch_size;
+    const int reference = o.reference_batch > 0 ? o.reference_batch : s.train_layer().batch_size;
+    spec.solver.lr.base_lr *= std::sqrt(double(lambda) * mu / reference);
+    session::TrainingSession run(spec, sets, {.train_net = true, .test_net = false, .solver = true});
+    if (!o.warm_start.empty()) run.restore(s.warm, o.warm_start, session::TrainingSession::History::IfMatching);
+    if (rank == kPsRank)
+        say("allreduce: " + std::to_string(lambda) + " learners, each step " + std::to_string(lambda) + " x " +
+            std::to_string(run.batch()) + " samples at base_lr " + std::to_string(spec.solver.lr.base_lr) +
+            " (alpha0 * sqrt(lambda*mu/" + std::to_string(reference) + "))");
+    data::Prefetcher prefetch(sets.train, run.train_transform(), run.batch(),
+                              s.spec.seed * 7919 + static_cast<uint64_t>(rank), 0, binding.helper_thread);
+    nn::ParamStore& params = run.params();
+    dist::AllreduceWork work;
+    work.param_floats = params.size();
+    work.gradients = params.grads();
+    work.final_after = dist::final_gradients_by_layer(run.train_net());
+    work.compute = slowed(
+        [&](const std::function<void(size_t)>& after_layer) { return run.compute_gradient(prefetch.next(), after_layer); },
+        straggle);
+    const int64_t start_iteration = s.start_samples / (int64_t(lambda) * run.batch());
+    work.apply = [&](int64_t step) { run.solver().apply(params.grads(), start_iteration + step); };
+    work.weights = [&] { return static_cast<const float*>(params.values()); };
+    dist::AllreduceConfig c;
+    if (rank == kPsRank) c.silent_peer = silent_peer(heartbeat, t.size(), o.peer_timeout);
+    c.stats_rank = kStatsRank;
+    c.batch = run.batch();
+    c.samples_per_epoch = static_cast<int64_t>(sets.train.size());
+    c.epochs = o.epochs - s.start_samples / c.samples_per_epoch;
+    t.barrier();
+    const dist::AllreduceSummary r = dist::run_allreduce_learner(t, group, c, work);
+    if (rank == kPsRank) {
+        const std::string snap_path = (fs::path(o.output) / "final.rudra").string();
+        const int64_t samples = s.start_samples + r.steps * lambda * run.batch();
+        nn::write_snapshot(snap_path, run.snapshot(static_cast<uint64_t>(start_iteration + r.steps),
+                                                   static_cast<uint64_t>(samples), s.spec.seed));
+        std::printf("allreduce: %lld steps; compute %.1f s, all-reduce wait %.1f s (overlap ratio %.3f); snapshot %s\n",
+                    static_cast<long long>(r.steps), r.compute_s, r.wait_s,
+                    r.compute_s + r.wait_s > 0 ? r.compute_s / (r.compute_s + r.wait_s) : 0.0, snap_path.c_str());
+        std::fflush(stdout);
+    }
+}
+
+std::vector<int> decentralized_learner_ranks(int size) {
+    std::vector<int> ranks = ranks_from(kStatsRank + 1, size);
+    ranks.insert(ranks.begin(), kPsRank);
+    return ranks;
+}
+
+// Gossip: rank 0 and ranks 2.. are learners with solvers of their own, all starting from the
+// same weights; rank 0 sends the learners' average to the statistics server at every epoch
+// boundary and writes it as final.rudra; each learner records its peers.
+void run_gossip_role(const DistOptions& o, const Setup& s, dist::Transport& t, dist::SumGroup& group,
+                     const dist::Protocol& protocol, const data::TrainTest& sets, const Binding& binding,
+                     dist::Heartbeat& heartbeat, double straggle) {
+    const int rank = t.rank();
+    session::TrainingSession run(s.spec, sets, {.train_net = true, .test_net = false, .solver = true});
+    if (!o.warm_start.empty()) run.restore(s.warm, o.warm_start, session::TrainingSession::History::IfMatching);
+    if (rank == kPsRank)
+        say(protocol.name() + ": " + std::to_string(group.members()) + " learners step locally and exchange models " +
+            "with a random peer every " + std::to_string(o.tau) + " steps");
+    data::Prefetcher prefetch(sets.train, run.train_transform(), run.batch(),
+                              s.spec.seed * 7919 + static_cast<uint64_t>(rank), 0, binding.helper_thread);
+    nn::ParamStore& params = run.params();
+    dist::GossipWork work;
+    work.param_floats = params.size();
+    work.weights = params.values();
+    int64_t step = 0;
+    work.step = slowed([&]() { return run.step(prefetch.next(), step++); }, straggle);
+    dist::GossipConfig c;
+    c.mode = protocol.kind() == dist::Protocol::Kind::GossipPush ? dist::GossipMode::Push : dist::GossipMode::Pull;
+    c.tau = o.tau;
+    c.seed = s.spec.seed;
+    c.learner_ranks = decentralized_learner_ranks(t.size());
+    c.stats_rank = kStatsRank;
+    c.batch = run.batch();
+    c.samples_per_epoch = static_cast<int64_t>(sets.train.size());
+    c.epochs = o.epochs - s.start_samples / c.samples_per_epoch;
+    if (rank == kPsRank) c.silent_peer = silent_peer(heartbeat, t.size(), o.peer_timeout);
+    t.barrier();
+    const dist::GossipSummary r = dist::run_gossip_learner(t, group, c, work);
+    // The peers this learner chose, one line per exchange: "step peer_rank".
+    const fs::path peers_dir = fs::path(o.output) / "gossip-peers";
+    fs::create_directories(peers_dir);
+    std::string peers;
+    for (size_t i = 0; i < r.peers.size(); ++i)
+        peers += std::to_string((i + 1) * static_cast<size_t>(o.tau)) + " " + std::to_string(r.peers[i]) + "\n";
+    nn::write_file_atomically((peers_dir / ("rank-" + std::to_string(rank) + ".txt")).string(), peers);
+    if (rank == kPsRank) {
+        std::copy(r.average.begin(), r.average.end(), params.values());
+        const std::string snap_path = (fs::path(o.output) / "final.rudra").string();
+        const int64_t samples = s.start_samples + c.epochs * c.samples_per_epoch;
+        nn::write_snapshot(snap_path, run.snapshot(static_cast<uint64_t>(r.steps), static_cast<uint64_t>(samples),
+                                                   s.spec.seed));
+        std::printf("%s: %lld local steps, %zu exchanges; compute %.1f s, exchanges and epoch sums %.1f s; last spread "
+                    "%.4g; the learners' average in %s\n",
+                    protocol.name().c_str(), static_cast<long long>(r.steps), r.peers.size(), r.compute_s, r.wait_s,
+                    r.spreads.empty() ? 0.0 : r.spreads.back(), snap_path.c_str());
+        std::fflush(stdout);
+    }
+}
+
+}  // namespace rudra::tools::dist_run

@@ -1,0 +1,73 @@
+// What `rudra dist`'s roles share (tools/dist_command.cpp runs the PS and starts the roles;
+// tools/dist_roles.cpp holds the statistics server and the learners): the rank layout, the
+// setup read from the command line, and small helpers. Internal to the tools.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "data/dataset.h"
+#include "dist/allreduce.h"
+#include "dist/heartbeat.h"
+#include "dist/protocol.h"
+#include "dist/transport.h"
+#include "nn/snapshot.h"
+#include "session/training_session.h"
+#include "tools/commands.h"
+#include "tools/dist_checkpoint.h"
+
+namespace rudra::tools::dist_run {
+
+// Rank 0 the PS (under all-reduce, the first learner), rank 1 the statistics server.
+constexpr int kPsRank = 0, kStatsRank = 1, kFirstLearner = 2;
+
+struct Setup {
+    session::SessionSpec spec;  // the solver with the command line's overrides, the net, the kernels
+    // --warm-start: the snapshot, and the samples it had trained on. A warm-started run goes on
+    // from there: the solver's schedule and the epoch count continue, --epochs is the total.
+    nn::Snapshot warm;
+    int64_t start_samples = 0;
+    // --resume: the checkpoint (its settings are already in the options).
+    std::optional<DistCheckpoint> resume;
+
+    const nn::LayerSpec& train_layer() const { return *spec.net.data_layer(nn::Phase::Train); }  // read_setup checks it
+};
+
+std::string utc_now();
+void say(const std::string& line);  // a line on stdout, flushed
+std::vector<int> ranks_from(int first, int size);
+std::string number_text(double v);  // 1.5, not 1.500000
+double easgd_beta(const DistOptions& o, int learners);
+
+// `compute` slowed `factor` times: after each call, a sleep of (factor - 1) times its duration.
+template <class Compute>
+auto slowed(Compute compute, double factor) {
+    return [compute, factor](auto&&... args) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const double loss = compute(std::forward<decltype(args)>(args)...);
+        if (factor > 1.0)
+            std::this_thread::sleep_for((std::chrono::steady_clock::now() - t0) * (factor - 1.0));
+        return loss;
+    };
+}
+
+// The statistics server; the learner of the PS protocols (EASGD's included); the all-reduce and
+// gossip learners.
+void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
+               const data::TrainTest& sets, dist::Heartbeat& heartbeat);
+void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
+                      const data::TrainTest& sets, const Binding& binding, double straggle);
+void run_allreduce_role(const DistOptions& o, const Setup& s, dist::Transport& t, dist::SumGroup& group,
+                        const data::TrainTest& sets, const Binding& binding, dist::Heartbeat& heartbeat,
+                        double straggle);
+void run_gossip_role(const DistOptions& o, const Setup& s, dist::Transport& t, dist::SumGroup& group,
+                     const dist::Protocol& protocol, const data::TrainTest& sets, const Binding& binding,
+                     dist::Heartbeat& heartbeat, double straggle);
+// A decentralized run's learners: rank 0 and ranks 2.. (rank 1 is the statistics server).
+std::vector<int> decentralized_learner_ranks(int size);
+
+}  // namespace rudra::tools::dist_run
