@@ -249,9 +249,13 @@ TEST_CASE("easgd: the PS's centre moves by each elastic difference as it is, wit
     cfg.base_scale = 5.0f;
     cfg.modulation = LrModulation::PerGradient;  // ignored: a difference is not a gradient
     UpdateRule rule(Protocol::easgd(2), solver, p, 2, cfg);
-    const float d1[2] = {0.25f, 0.5f}, d2[2] = {-0.5f, 1.0f};
-    CHECK(rule.add_gradient(0, 0, d1));
-    CHECK(rule.add_gradient(1, 0, d2));  // one stale: applied as it is all the same
+    std::vector<float> d1(p.size(), 0.0f), d2(p.size(), 0.0f);  // the whole arena, padding included
+    d1[0] = 0.25f;
+    d1[1] = 0.5f;
+    d2[0] = -0.5f;
+    d2[1] = 1.0f;
+    CHECK(rule.add_gradient(0, 0, d1.data()));
+    CHECK(rule.add_gradient(1, 0, d2.data()));  // one stale: applied as it is all the same
     CHECK(p.values()[0] == 0.75f);
     CHECK(p.values()[1] == 0.5f);
     CHECK(rule.timestamp() == 2);
