@@ -4,6 +4,7 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "dist/learner.h"
 #include "dist/messages.h"
 
 namespace rudra::dist {
@@ -102,9 +103,9 @@ AllreduceSummary run_allreduce_learner(Transport& t, SumGroup& group, const Allr
                                    "cannot go on without it");
     };
     AllreduceSummary sum;
-    LearnerReport report{};
+    StatsReporter reports(t, cfg.stats_rank, cfg.report_every);
     int64_t samples = 0, epoch = 0, epochs_sent = 0;
-    std::vector<char> out, in;
+    std::vector<char> out;
     while (samples < total) {
         const auto t0 = Clock::now();
         const double loss = work.compute([&](size_t layer) {
@@ -121,18 +122,8 @@ AllreduceSummary run_allreduce_learner(Transport& t, SumGroup& group, const Allr
         samples += per_step;
         sum.compute_s += std::chrono::duration<double>(t1 - t0).count();
         sum.wait_s += std::chrono::duration<double>(t2 - t1).count();
-        report.loss_sum += loss;
-        ++report.loss_count;
         const bool last = samples >= total;
-        if (sum.steps % cfg.report_every == 0 || last) {
-            report.compute_s = sum.compute_s;
-            report.wait_s = sum.wait_s;
-            report.minibatches = sum.steps;
-            report.done = last ? 1 : 0;
-            t.send(cfg.stats_rank, kLearnerReport, &report, sizeof report);
-            report.loss_sum = 0.0;
-            report.loss_count = 0;
-        }
+        reports.minibatch_done(loss, sum.steps, sum.compute_s, sum.wait_s, last);
         if (samples >= (epoch + 1) * cfg.samples_per_epoch) {
             epoch = samples / cfg.samples_per_epoch;
             bool agree = false;
@@ -156,13 +147,16 @@ AllreduceSummary run_allreduce_learner(Transport& t, SumGroup& group, const Allr
             ++epochs_sent;
         }
     }
-    // The statistics server acknowledges each epoch to the rank that sent it, then says it is
-    // done. Received by tag: a receive of any tag could take a heartbeat from the heartbeat thread.
-    if (root) {
-        for (int64_t e = 0; e <= epochs_sent; ++e)
-            if (!t.recv_while(cfg.stats_rank, e < epochs_sent ? kEpochLogged : kStatsDone, in, keep_waiting)) throw gone();
-    }
+    if (root && !await_stats_server(t, cfg.stats_rank, epochs_sent, keep_waiting)) throw gone();
     return sum;
+}
+
+// Received by tag: a receive of any tag could take a heartbeat from the heartbeat thread.
+bool await_stats_server(Transport& t, int stats_rank, int64_t epochs_sent, const KeepWaiting& keep_waiting) {
+    std::vector<char> in;
+    for (int64_t e = 0; e <= epochs_sent; ++e)
+        if (!t.recv_while(stats_rank, e < epochs_sent ? kEpochLogged : kStatsDone, in, keep_waiting)) return false;
+    return true;
 }
 
 }  // namespace rudra::dist

@@ -55,6 +55,10 @@ std::vector<std::vector<FloatRange>> final_gradients_by_layer(const nn::Net& net
 // member must call it). The all-reduce learners check it at each epoch boundary.
 bool models_agree(SumGroup& group, const float* weights, size_t n, const KeepWaiting& keep_waiting = {});
 
+// The first learner of a decentralized run, at its end: the statistics server acknowledges each
+// of the `epochs_sent` epochs, then says it is done. False when keep_waiting said stop first.
+bool await_stats_server(Transport& transport, int stats_rank, int64_t epochs_sent, const KeepWaiting& keep_waiting);
+
 struct AllreduceWork {
     size_t param_floats = 0;
     float* gradients = nullptr;

@@ -19,16 +19,7 @@ LearnerSummary run_easgd_learner(Transport& t, const EasgdConfig& cfg, const Eas
     std::vector<float> centre(n), diff(n);
     GradientMessage msg;
     LearnerSummary sum;
-    LearnerReport report{};
-    const auto send_report = [&](bool done) {
-        report.compute_s = sum.compute_s;
-        report.wait_s = sum.wait_s;
-        report.minibatches = sum.minibatches;
-        report.done = done ? 1 : 0;
-        t.send(cfg.stats_rank, kLearnerReport, &report, sizeof report);
-        report.loss_sum = 0.0;
-        report.loss_count = 0;
-    };
+    StatsReporter reports(t, cfg.stats_rank, cfg.report_every);
     // Every learner starts from the centre.
     auto t0 = Clock::now();
     PsClient::Pulled pulled = ps.pull(-1, 0, centre.data());
@@ -41,9 +32,7 @@ LearnerSummary run_easgd_learner(Transport& t, const EasgdConfig& cfg, const Eas
             const double loss = work.step();
             sum.compute_s += since(t0);
             loss_sum += loss;
-            report.loss_sum += loss;
-            ++report.loss_count;
-            if (++sum.minibatches % cfg.report_every == 0) send_report(false);
+            reports.minibatch_done(loss, ++sum.minibatches, sum.compute_s, sum.wait_s);
         }
         t0 = Clock::now();
         pulled = ps.pull(-1, 0, centre.data());
@@ -61,7 +50,7 @@ LearnerSummary run_easgd_learner(Transport& t, const EasgdConfig& cfg, const Eas
     }
     // The last report before the goodbye: once the PS has the goodbye, the statistics server
     // has all this learner will send.
-    send_report(true);
+    reports.finish(sum.minibatches, sum.compute_s, sum.wait_s);
     ps.bye();
     return sum;
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "dist/learner.h"
 #include "dist/messages.h"
 
 namespace rudra::dist {
@@ -121,7 +122,7 @@ GossipSummary run_gossip_learner(Transport& t, SumGroup& group, const GossipConf
     std::vector<float> avg(n), peer(n), counts(static_cast<size_t>(lambda));
     std::vector<char> in, out;
     GossipSummary sum;
-    LearnerReport report{};
+    StatsReporter reports(t, cfg.stats_rank, cfg.report_every);
     const bool root = me == 0;
     int64_t epochs_sent = 0;
     const auto started = Clock::now();
@@ -132,8 +133,6 @@ GossipSummary run_gossip_learner(Transport& t, SumGroup& group, const GossipConf
             sum.compute_s += seconds_since(t0);
             exchange.publish(w);
             ++sum.steps;
-            report.loss_sum += loss;
-            ++report.loss_count;
             if (sum.steps % cfg.tau == 0) {
                 t0 = Clock::now();
                 const int other = pick(rng);
@@ -158,16 +157,8 @@ GossipSummary run_gossip_learner(Transport& t, SumGroup& group, const GossipConf
                 exchange.publish(w);
                 sum.wait_s += seconds_since(t0);
             }
-            const bool last = epoch == cfg.epochs && k + 1 == steps_per_epoch;
-            if (sum.steps % cfg.report_every == 0 || last) {
-                report.compute_s = sum.compute_s;
-                report.wait_s = sum.wait_s;
-                report.minibatches = sum.steps;
-                report.done = last ? 1 : 0;
-                t.send(cfg.stats_rank, kLearnerReport, &report, sizeof report);
-                report.loss_sum = 0.0;
-                report.loss_count = 0;
-            }
+            reports.minibatch_done(loss, sum.steps, sum.compute_s, sum.wait_s,
+                                   epoch == cfg.epochs && k + 1 == steps_per_epoch);
         }
         // The epoch boundary: the average model and the spread, from two sums over the learners.
         const auto t0 = Clock::now();
@@ -211,10 +202,7 @@ GossipSummary run_gossip_learner(Transport& t, SumGroup& group, const GossipConf
     }
     exchange.stop(expected);
     sum.average = std::move(avg);
-    if (root) {
-        for (int64_t e = 0; e <= epochs_sent; ++e)
-            if (!t.recv_while(cfg.stats_rank, e < epochs_sent ? kEpochLogged : kStatsDone, in, keep_waiting)) throw gone();
-    }
+    if (root && !await_stats_server(t, cfg.stats_rank, epochs_sent, keep_waiting)) throw gone();
     return sum;
 }
 

@@ -238,4 +238,21 @@ LearnerSummary run_learner(Transport& t, const LearnerConfig& cfg, const Learner
     return summary;
 }
 
+void StatsReporter::minibatch_done(double loss, int64_t minibatches, double compute_s, double wait_s, bool last) {
+    loss_sum_ += loss;
+    ++loss_count_;
+    if (minibatches % every_ == 0 || last) send(minibatches, compute_s, wait_s, last);
+}
+
+void StatsReporter::finish(int64_t minibatches, double compute_s, double wait_s) {
+    send(minibatches, compute_s, wait_s, true);
+}
+
+void StatsReporter::send(int64_t minibatches, double compute_s, double wait_s, bool done) {
+    const LearnerReport r{loss_sum_, loss_count_, compute_s, wait_s, minibatches, done ? 1 : 0};
+    t_.send(stats_rank_, kLearnerReport, &r, sizeof r);
+    loss_sum_ = 0.0;
+    loss_count_ = 0;
+}
+
 }  // namespace rudra::dist

@@ -36,4 +36,22 @@ struct LearnerSummary {
 
 LearnerSummary run_learner(Transport& transport, const LearnerConfig& config, const LearnerWork& work);
 
+// The loss and timing reports of a learner that runs its own loop (all-reduce, EASGD, gossip) to
+// the statistics server: every `every` mini-batches, and a last one marked done.
+class StatsReporter {
+public:
+    StatsReporter(Transport& transport, int stats_rank, int every)
+        : t_(transport), stats_rank_(stats_rank), every_(every > 0 ? every : 1) {}
+    // After mini-batch number `minibatches` (from 1); the totals so far go with each report.
+    void minibatch_done(double loss, int64_t minibatches, double compute_s, double wait_s, bool last = false);
+    void finish(int64_t minibatches, double compute_s, double wait_s);  // the last report
+
+private:
+    void send(int64_t minibatches, double compute_s, double wait_s, bool done);
+    Transport& t_;
+    int stats_rank_, every_;
+    double loss_sum_ = 0.0;
+    int64_t loss_count_ = 0;
+};
+
 }  // namespace rudra::dist

@@ -112,11 +112,19 @@ void ParameterServer::stop_run(PsResult::End end, const std::string& why) {
     stopping_ = true;
     result_.end = end;
     result_.why = why;
+    const std::string reason = end == PsResult::End::Stopped ? "signal" : "learner lost";
     if (logged_epoch_ >= epoch_) {
-        checkpoint(end == PsResult::End::Stopped ? "signal" : "learner lost");
+        checkpoint(reason);
+    } else if (!stats_lost_) {
+        // A checkpoint must not run ahead of the metrics: it is written when the statistics
+        // server acknowledges the epoch it is testing (it is on its way: messages keep order).
+        stop_checkpoint_reason_ = reason;
+        if (hooks_.log)
+            hooks_.log("PS: the stopping checkpoint waits until the statistics server has logged epoch " +
+                       std::to_string(epoch_));
     } else if (hooks_.log) {
-        hooks_.log("PS: no new checkpoint: the statistics server has not logged epoch " + std::to_string(epoch_) +
-                   " yet, so the checkpoint of that epoch's end stays the newest");
+        hooks_.log("PS: no new checkpoint: the statistics server, lost, never logged epoch " + std::to_string(epoch_) +
+                   ", so the checkpoint of that epoch's end stays the newest");
     }
     if (!stats_lost_) {
         pack(out_, RunEnd{end == PsResult::End::Stopped ? kEndSignal : kEndLearnerLost, epoch_, rule_.timestamp(),
@@ -229,6 +237,10 @@ void ParameterServer::handle_learner(const Envelope& e, int index) {
 void ParameterServer::handle_stats(const Envelope& e) {
     if (e.tag == kEpochLogged) {
         logged_epoch_ = std::max(logged_epoch_, unpack_header<int64_t>(in_));
+        if (!stop_checkpoint_reason_.empty() && logged_epoch_ >= epoch_) {
+            checkpoint(stop_checkpoint_reason_);
+            stop_checkpoint_reason_.clear();
+        }
         maybe_checkpoint();
     } else if (e.tag == kStatsDone) {
         result_.stats_done = true;

@@ -102,6 +102,9 @@ private:
     bool stopping_ = false, stats_lost_ = false;
     int64_t epoch_ = 0;
     int64_t logged_epoch_ = 0;  // the statistics server has logged every epoch up to this one
+    // The reason of a stopping checkpoint that waits for the statistics server to log the last
+    // epoch ("" when none waits).
+    std::string stop_checkpoint_reason_;
     int64_t checkpoint_ts_ = -1;
     double checkpoint_at_s_ = 0.0;
     double started_ = 0.0;
