@@ -92,16 +92,9 @@ AllreduceSummary run_allreduce_learner(Transport& t, SumGroup& group, const Allr
     GradientBuckets buckets(work.final_after, cfg.bucket_floats);
     const auto send = [&](FloatRange r) { group.start(work.gradients + r.first, r.second - r.first); };
     const auto started = Clock::now();
-    int lost = -1;
-    const KeepWaiting keep_waiting = [&] {
-        if (cfg.silent_peer) lost = cfg.silent_peer();
-        return lost < 0;
-    };
-    const auto gone = [&] {
-        return PeerError(lost, "allreduce: rank " + std::to_string(lost) +
-                                   " stopped answering (silent longer than the peer timeout); an all-reduce "
-                                   "cannot go on without it");
-    };
+    PeerWatch watch(cfg.silent_peer, "allreduce");
+    const KeepWaiting keep_waiting = watch.keep_waiting();
+    const auto gone = [&] { return watch.gone(); };
     AllreduceSummary sum;
     StatsReporter reports(t, cfg.stats_rank, cfg.report_every);
     int64_t samples = 0, epoch = 0, epochs_sent = 0;

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -58,6 +59,30 @@ bool models_agree(SumGroup& group, const float* weights, size_t n, const KeepWai
 // The first learner of a decentralized run, at its end: the statistics server acknowledges each
 // of the `epochs_sent` epochs, then says it is done. False when keep_waiting said stop first.
 bool await_stats_server(Transport& transport, int stats_rank, int64_t epochs_sent, const KeepWaiting& keep_waiting);
+
+// The waits of a decentralized learner: keep_waiting() asks `silent_peer` (see AllreduceConfig)
+// and remembers the rank it names; gone() is the error that then ends the run.
+class PeerWatch {
+public:
+    PeerWatch(std::function<int()> silent_peer, std::string method)
+        : silent_peer_(std::move(silent_peer)), method_(std::move(method)) {}
+    KeepWaiting keep_waiting() {
+        return [this] {
+            if (silent_peer_) lost_ = silent_peer_();
+            return lost_ < 0;
+        };
+    }
+    PeerError gone() const {
+        return PeerError(lost_, method_ + ": rank " + std::to_string(lost_) +
+                                    " stopped answering (silent longer than the peer timeout); " + method_ +
+                                    " cannot go on without it");
+    }
+
+private:
+    std::function<int()> silent_peer_;
+    std::string method_;
+    int lost_ = -1;
+};
 
 struct AllreduceWork {
     size_t param_floats = 0;

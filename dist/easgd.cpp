@@ -9,7 +9,7 @@
 
 namespace rudra::dist {
 
-LearnerSummary run_easgd_learner(Transport& t, const EasgdConfig& cfg, const EasgdWork& work) {
+LearnerSummary run_easgd_learner(Transport& t, const EasgdConfig& cfg, const LocalSgdWork& work) {
     if (cfg.tau < 1 || !(cfg.beta > 0.0f && cfg.beta <= 1.0f))
         throw std::logic_error("easgd: tau must be >= 1 and beta in (0, 1]");
     using Clock = std::chrono::steady_clock;

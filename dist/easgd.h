@@ -21,13 +21,7 @@ struct EasgdConfig {
     int report_every = 10;  // local steps between loss reports to the statistics server
 };
 
-struct EasgdWork {
-    size_t param_floats = 0;
-    float* weights = nullptr;       // the local model, which `step` updates
-    std::function<double()> step;   // one local SGD step on the next mini-batch; returns the loss
-};
-
 // Runs until the PS answers a pull with stop; returns the learner's times (wait: pulls and pushes).
-LearnerSummary run_easgd_learner(Transport& transport, const EasgdConfig& config, const EasgdWork& work);
+LearnerSummary run_easgd_learner(Transport& transport, const EasgdConfig& config, const LocalSgdWork& work);
 
 }  // namespace rudra::dist

@@ -93,7 +93,7 @@ private:
 
 }  // namespace
 
-GossipSummary run_gossip_learner(Transport& t, SumGroup& group, const GossipConfig& cfg, const GossipWork& work) {
+GossipSummary run_gossip_learner(Transport& t, SumGroup& group, const GossipConfig& cfg, const LocalSgdWork& work) {
     const int lambda = group.members(), me = group.index();
     if (lambda < 2) throw std::runtime_error("gossip needs at least 2 learners");
     if (cfg.tau < 1 || cfg.batch <= 0 || cfg.samples_per_epoch <= 0 ||
@@ -104,15 +104,9 @@ GossipSummary run_gossip_learner(Transport& t, SumGroup& group, const GossipConf
     // Each learner's share of an epoch: the epoch's samples over lambda learners of `batch`.
     const int64_t steps_per_epoch = std::max<int64_t>(1, (cfg.samples_per_epoch + lambda * cfg.batch - 1) /
                                                              (lambda * cfg.batch));
-    int lost = -1;
-    const KeepWaiting keep_waiting = [&] {
-        if (cfg.silent_peer) lost = cfg.silent_peer();
-        return lost < 0;
-    };
-    const auto gone = [&] {
-        return PeerError(lost, "gossip: rank " + std::to_string(lost) +
-                                   " stopped answering (silent longer than the peer timeout)");
-    };
+    PeerWatch watch(cfg.silent_peer, "gossip");
+    const KeepWaiting keep_waiting = watch.keep_waiting();
+    const auto gone = [&] { return watch.gone(); };
     std::mt19937_64 rng(cfg.seed * 1000003u + static_cast<uint64_t>(me));
     std::uniform_int_distribution<int> pick(0, lambda - 2);  // any member but this one
     ModelExchange exchange(t, cfg.mode, n);

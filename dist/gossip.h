@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "dist/allreduce.h"
+#include "dist/learner.h"
 #include "dist/transport.h"
 
 namespace rudra::dist {
@@ -38,12 +39,6 @@ struct GossipConfig {
     std::function<int()> silent_peer;  // as AllreduceConfig's
 };
 
-struct GossipWork {
-    size_t param_floats = 0;
-    float* weights = nullptr;      // the local model, which `step` updates
-    std::function<double()> step;  // one local SGD step; returns the loss
-};
-
 struct GossipSummary {
     int64_t steps = 0;
     double compute_s = 0.0, wait_s = 0.0;
@@ -53,6 +48,6 @@ struct GossipSummary {
 };
 
 GossipSummary run_gossip_learner(Transport& transport, SumGroup& group, const GossipConfig& config,
-                                 const GossipWork& work);
+                                 const LocalSgdWork& work);
 
 }  // namespace rudra::dist

@@ -36,6 +36,13 @@ struct LearnerSummary {
 
 LearnerSummary run_learner(Transport& transport, const LearnerConfig& config, const LearnerWork& work);
 
+// A learner that takes local SGD steps with a solver of its own (EASGD, gossip).
+struct LocalSgdWork {
+    size_t param_floats = 0;
+    float* weights = nullptr;      // the local model, which `step` updates
+    std::function<double()> step;  // one local SGD step on the next mini-batch; returns the loss
+};
+
 // The loss and timing reports of a learner that runs its own loop (all-reduce, EASGD, gossip) to
 // the statistics server: every `every` mini-batches, and a last one marked done.
 class StatsReporter {

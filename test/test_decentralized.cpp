@@ -22,10 +22,32 @@
 #include "dist/protocol.h"
 #include "dist/stats_server.h"
 #include "nn/net.h"
+#include "test/small_net.h"
 #include "nn/solver.h"
 
 using namespace rudra;
 using namespace rudra::dist;
+
+namespace {
+
+// The statistics server (rank 1) of a decentralized run on `hub`: learner 0 (rank 0) sends it
+// the weights; every epoch line goes to `on_line`.
+std::thread stats_server_thread(InProcessHub& hub, int learners, size_t floats, const std::string& protocol,
+                                std::function<void(const nlohmann::ordered_json&)> on_line) {
+    return std::thread([&hub, learners, floats, protocol, on_line = std::move(on_line)] {
+        InProcessTransport t(hub, 1);
+        StatsConfig sc;
+        sc.ps_rank = 0;
+        sc.learners = learners;
+        sc.param_floats = floats;
+        sc.protocol = protocol;
+        run_stats_server(t, sc, [](const float*) { return TestResult{0.5, 1.0}; }, [&](const nlohmann::ordered_json& line) {
+            if (line.value("event", "") == "epoch") on_line(line);
+        });
+    });
+}
+
+}  // namespace
 
 TEST_CASE("the allreduce protocol: every rank but the statistics server learns, no PS") {
     const Protocol p = Protocol::parse("allreduce", 3);
@@ -105,25 +127,9 @@ TEST_CASE("models_agree: true for identical weights, false when one bit of one m
 }
 
 TEST_CASE("allreduce: lambda learners of mini-batch mu equal one learner of lambda*mu; their models are identical") {
-    const std::string text = R"(
-        layer { name: 'd' type: 'Data' top: 'data' top: 'label' data_param { batch_size: 4 } }
-        layer { name: 'conv' type: 'Convolution' bottom: 'data' top: 'conv'
-                convolution_param { num_output: 3 kernel_size: 3 pad: 1 weight_filler { type: 'xavier' } } }
-        layer { name: 'relu' type: 'ReLU' bottom: 'conv' top: 'conv' }
-        layer { name: 'pool' type: 'Pooling' bottom: 'conv' top: 'pool' pooling_param { pool: AVE kernel_size: 2 stride: 2 } }
-        layer { name: 'ip' type: 'InnerProduct' bottom: 'pool' top: 'ip'
-                inner_product_param { num_output: 3 weight_filler { type: 'xavier' } } }
-        layer { name: 'loss' type: 'SoftmaxWithLoss' bottom: 'ip' bottom: 'label' top: 'loss' }
-    )";
+    const std::string text = test::kSmallConvNet;
     const int lambda = 3, mu = 4, epochs = 2;
-    data::Dataset d;
-    d.channels = 1;
-    d.height = d.width = 6;
-    std::mt19937 rng(3);
-    for (int i = 0; i < 36; ++i) {  // 36 samples: 3 steps of 12 per epoch
-        d.labels.push_back(static_cast<uint8_t>(i % 3));
-        for (int p = 0; p < 36; ++p) d.pixels.push_back(static_cast<uint8_t>(rng() % 64 + (p % 3 == i % 3 ? 150 : 0)));
-    }
+    data::Dataset d = test::small_dataset(36);  // 36 samples: 3 steps of 12 per epoch
     d.num_classes = 3;
     data::Transform tf;
     tf.scale = 1.0f / 255;
@@ -156,18 +162,8 @@ TEST_CASE("allreduce: lambda learners of mini-batch mu equal one learner of lamb
     std::vector<int> epochs_logged;
     std::vector<AllreduceSummary> summaries(lambda);
     std::vector<std::thread> threads;
-    threads.emplace_back([&] {
-        InProcessTransport t(hub, 1);
-        StatsConfig sc;
-        sc.ps_rank = 0;
-        sc.learners = lambda;
-        sc.param_floats = nets[0]->params().size();
-        sc.protocol = "allreduce";
-        run_stats_server(t, sc, [](const float*) { return TestResult{0.5, 1.0}; },
-                         [&](const nlohmann::ordered_json& line) {
-                             if (line.value("event", "") == "epoch") epochs_logged.push_back(line.value("epoch", 0));
-                         });
-    });
+    threads.push_back(stats_server_thread(hub, lambda, nets[0]->params().size(), "allreduce",
+                                          [&](const auto& line) { epochs_logged.push_back(line.value("epoch", 0)); }));
     for (int l = 0; l < lambda; ++l)
         threads.emplace_back([&, l] {
             InProcessTransport t(hub, l == 0 ? 0 : l + 1);
@@ -290,7 +286,7 @@ TEST_CASE("easgd: learners stepping on 0.5 |w - 3|^2 pull the centre to the opti
         threads.emplace_back([&, l] {
             InProcessTransport t(hub, 2 + l);
             Heartbeat hb(t, beats({0}));
-            EasgdWork w;
+            LocalSgdWork w;
             w.param_floats = floats;
             w.weights = local[l].data();
             w.step = [&, l] {
@@ -362,23 +358,13 @@ GossipOutcome gossip_at_rate_zero(GossipMode mode, int lambda, int tau, int epoc
     std::vector<int> ranks{0};
     for (int l = 1; l < lambda; ++l) ranks.push_back(l + 1);
     std::vector<std::thread> threads;
-    threads.emplace_back([&] {
-        InProcessTransport t(hub, 1);
-        StatsConfig sc;
-        sc.ps_rank = 0;
-        sc.learners = lambda;
-        sc.param_floats = n;
-        sc.protocol = "gossip";
-        run_stats_server(t, sc, [](const float*) { return TestResult{0.5, 1.0}; },
-                         [&](const nlohmann::ordered_json& line) {
-                             if (line.value("event", "") == "epoch") out.logged_spreads.push_back(line.value("spread", -1.0));
-                         });
-    });
+    threads.push_back(stats_server_thread(hub, lambda, n, "gossip",
+                                          [&](const auto& line) { out.logged_spreads.push_back(line.value("spread", -1.0)); }));
     for (int l = 0; l < lambda; ++l)
         threads.emplace_back([&, l] {
             InProcessTransport t(hub, ranks[l]);
             InProcessSumGroup group(sums, l);
-            GossipWork w;
+            LocalSgdWork w;
             w.param_floats = n;
             w.weights = out.models[l].data();
             w.step = [] {

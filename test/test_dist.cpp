@@ -20,6 +20,7 @@
 #include "dist/update_rule.h"
 #include "dist/wait_policy.h"
 #include "nn/net.h"
+#include "test/small_net.h"
 #include "nn/solver.h"
 
 using namespace rudra;
@@ -399,25 +400,9 @@ TEST_CASE("update rule state: a restored rule goes on exactly as the original") 
 }
 
 TEST_CASE("hardsync: lambda learners of mini-batch mu equal one learner of mini-batch lambda*mu on the same samples") {
-    const std::string text = R"(
-        layer { name: 'd' type: 'Data' top: 'data' top: 'label' data_param { batch_size: 4 } }
-        layer { name: 'conv' type: 'Convolution' bottom: 'data' top: 'conv'
-                convolution_param { num_output: 3 kernel_size: 3 pad: 1 weight_filler { type: 'xavier' } } }
-        layer { name: 'relu' type: 'ReLU' bottom: 'conv' top: 'conv' }
-        layer { name: 'pool' type: 'Pooling' bottom: 'conv' top: 'pool' pooling_param { pool: AVE kernel_size: 2 stride: 2 } }
-        layer { name: 'ip' type: 'InnerProduct' bottom: 'pool' top: 'ip'
-                inner_product_param { num_output: 3 weight_filler { type: 'xavier' } } }
-        layer { name: 'loss' type: 'SoftmaxWithLoss' bottom: 'ip' bottom: 'label' top: 'loss' }
-    )";
+    const std::string text = test::kSmallConvNet;
     const int lambda = 3, mu = 4, updates = 6;
-    data::Dataset d;
-    d.channels = 1;
-    d.height = d.width = 6;
-    std::mt19937 rng(3);
-    for (int i = 0; i < 50; ++i) {
-        d.labels.push_back(static_cast<uint8_t>(i % 3));
-        for (int p = 0; p < 36; ++p) d.pixels.push_back(static_cast<uint8_t>(rng() % 64 + (p % 3 == i % 3 ? 150 : 0)));
-    }
+    data::Dataset d = test::small_dataset(50);
     data::Transform tf;
     tf.scale = 1.0f / 255;
     nn::NetSpec spec = nn::parse_net_spec(text, "<hardsync>");

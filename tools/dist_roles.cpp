@@ -174,11 +174,7 @@ void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, 
                               s.spec.seed * 7919 + static_cast<uint64_t>(rank), position, binding.helper_thread);
     nn::ParamStore& params = run.params();
     if (protocol.elastic()) {
-        dist::EasgdWork work;
-        work.param_floats = params.size();
-        work.weights = params.values();
-        int64_t step = 0;
-        work.step = slowed([&]() { return run.step(prefetch.next(), step++); }, straggle);
+        const dist::LocalSgdWork work = local_sgd_work(run, prefetch, straggle);
         dist::EasgdConfig ec;
         ec.ps_rank = kPsRank;
         ec.stats_rank = kStatsRank;
@@ -253,6 +249,15 @@ void run_allreduce_role(const DistOptions& o, const Setup& s, dist::Transport& t
     }
 }
 
+dist::LocalSgdWork local_sgd_work(session::TrainingSession& run, data::Prefetcher& prefetch, double straggle) {
+    dist::LocalSgdWork work;
+    work.param_floats = run.params().size();
+    work.weights = run.params().values();
+    work.step = slowed([&run, &prefetch, step = int64_t{0}]() mutable { return run.step(prefetch.next(), step++); },
+                       straggle);
+    return work;
+}
+
 std::vector<int> decentralized_learner_ranks(int size) {
     std::vector<int> ranks = ranks_from(kStatsRank + 1, size);
     ranks.insert(ranks.begin(), kPsRank);
@@ -274,11 +279,7 @@ void run_gossip_role(const DistOptions& o, const Setup& s, dist::Transport& t, d
     data::Prefetcher prefetch(sets.train, run.train_transform(), run.batch(),
                               s.spec.seed * 7919 + static_cast<uint64_t>(rank), 0, binding.helper_thread);
     nn::ParamStore& params = run.params();
-    dist::GossipWork work;
-    work.param_floats = params.size();
-    work.weights = params.values();
-    int64_t step = 0;
-    work.step = slowed([&]() { return run.step(prefetch.next(), step++); }, straggle);
+    const dist::LocalSgdWork work = local_sgd_work(run, prefetch, straggle);
     dist::GossipConfig c;
     c.mode = protocol.kind() == dist::Protocol::Kind::GossipPush ? dist::GossipMode::Push : dist::GossipMode::Pull;
     c.tau = o.tau;

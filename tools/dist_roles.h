@@ -10,9 +10,11 @@
 #include <utility>
 #include <vector>
 
+#include "data/batch_stream.h"
 #include "data/dataset.h"
 #include "dist/allreduce.h"
 #include "dist/heartbeat.h"
+#include "dist/learner.h"
 #include "dist/protocol.h"
 #include "dist/transport.h"
 #include "nn/snapshot.h"
@@ -46,7 +48,7 @@ double easgd_beta(const DistOptions& o, int learners);
 // `compute` slowed `factor` times: after each call, a sleep of (factor - 1) times its duration.
 template <class Compute>
 auto slowed(Compute compute, double factor) {
-    return [compute, factor](auto&&... args) {
+    return [compute, factor](auto&&... args) mutable {
         const auto t0 = std::chrono::steady_clock::now();
         const double loss = compute(std::forward<decltype(args)>(args)...);
         if (factor > 1.0)
@@ -54,6 +56,9 @@ auto slowed(Compute compute, double factor) {
         return loss;
     };
 }
+
+// Local SGD steps on `run`'s solver over `prefetch`'s mini-batches, slowed `straggle` times.
+dist::LocalSgdWork local_sgd_work(session::TrainingSession& run, data::Prefetcher& prefetch, double straggle);
 
 // The statistics server; the learner of the PS protocols (EASGD's included); the all-reduce and
 // gossip learners.
