@@ -92,15 +92,36 @@ AllreduceSummary run_allreduce_learner(Transport& t, SumGroup& group, const Allr
     GradientBuckets buckets(work.final_after, cfg.bucket_floats);
     const auto send = [&](FloatRange r) { group.start(work.gradients + r.first, r.second - r.first); };
     const auto started = Clock::now();
+    const auto elapsed = [&] { return cfg.elapsed_offset_s + seconds_since(started); };
     PeerWatch watch(cfg.silent_peer, "allreduce");
     const KeepWaiting keep_waiting = watch.keep_waiting();
-    const auto gone = [&] { return watch.gone(); };
     AllreduceSummary sum;
     StatsReporter reports(t, cfg.stats_rank, cfg.report_every);
-    int64_t samples = 0, epoch = 0, epochs_sent = 0;
+    int64_t samples = cfg.start_samples, epoch = samples / cfg.samples_per_epoch, epochs_sent = 0;
+    const auto gone = [&] {
+        if (root) report_lost_peer(t, cfg.stats_rank, watch.lost(), lambda - 1, epoch, cfg.start_steps + sum.steps, elapsed());
+        return watch.gone();
+    };
     std::vector<char> out;
-    while (samples < total) {
+    const auto send_epoch = [&](bool replay) {
+        EpochWeightsHeader h{};
+        h.epoch = epoch;
+        h.ts = cfg.start_steps + sum.steps;
+        h.samples = samples;
+        h.elapsed_s = elapsed();
+        h.final = samples >= total ? 1 : 0;
+        h.replay = replay ? 1 : 0;
+        pack(out, h, work.weights(), work.param_floats);
+        t.send(cfg.stats_rank, kEpochWeights, out.data(), out.size());
+        ++epochs_sent;
+    };
+    if (root && cfg.replay_epoch) send_epoch(true);
+    float stop = 0.0f;  // summed over the learners with each step's gradients
+    std::pair<int64_t, double> checkpoint_at{0, elapsed()};  // the last checkpoint's step and time
+    while (samples < total && stop == 0.0f) {
         const auto t0 = Clock::now();
+        stop = cfg.stop_requested && cfg.stop_requested() ? 1.0f : 0.0f;
+        group.start(&stop, 1);
         const double loss = work.compute([&](size_t layer) {
             buckets.layer_done(layer, send);
             group.progress();
@@ -115,7 +136,7 @@ AllreduceSummary run_allreduce_learner(Transport& t, SumGroup& group, const Allr
         samples += per_step;
         sum.compute_s += std::chrono::duration<double>(t1 - t0).count();
         sum.wait_s += std::chrono::duration<double>(t2 - t1).count();
-        const bool last = samples >= total;
+        const bool last = samples >= total || stop != 0.0f;
         reports.minibatch_done(loss, sum.steps, sum.compute_s, sum.wait_s, last);
         if (samples >= (epoch + 1) * cfg.samples_per_epoch) {
             epoch = samples / cfg.samples_per_epoch;
@@ -129,19 +150,39 @@ AllreduceSummary run_allreduce_learner(Transport& t, SumGroup& group, const Allr
                 throw std::runtime_error("allreduce: the learners' models differ after epoch " + std::to_string(epoch) +
                                          " (the sums were not the same on every learner)");
             if (!root) continue;
-            EpochWeightsHeader h{};
-            h.epoch = epoch;
-            h.ts = sum.steps;
-            h.samples = samples;
-            h.elapsed_s = seconds_since(started);
-            h.final = last ? 1 : 0;
-            pack(out, h, work.weights(), work.param_floats);
-            t.send(cfg.stats_rank, kEpochWeights, out.data(), out.size());
-            ++epochs_sent;
+            send_epoch(false);
+            if (cfg.checkpoint && samples < total) {
+                cfg.checkpoint("epoch", sum.steps, samples, elapsed());
+                checkpoint_at = {sum.steps, elapsed()};
+            }
+        } else if (root && cfg.checkpoint && stop == 0.0f && samples < total) {
+            const bool by_steps = cfg.checkpoint_every_steps > 0 && sum.steps - checkpoint_at.first >= cfg.checkpoint_every_steps;
+            const bool by_time = cfg.checkpoint_every_s > 0 && elapsed() - checkpoint_at.second >= cfg.checkpoint_every_s;
+            if (by_steps || by_time) {
+                cfg.checkpoint("periodic", sum.steps, samples, elapsed());
+                checkpoint_at = {sum.steps, elapsed()};
+            }
         }
+    }
+    sum.samples = samples;
+    sum.stopped = samples < total;
+    if (root && sum.stopped) {
+        if (cfg.checkpoint) cfg.checkpoint("signal", sum.steps, samples, elapsed());
+        const RunEnd end{kEndSignal, epoch, sum.steps, elapsed()};
+        t.send(cfg.stats_rank, kRunEnd, &end, sizeof end);
     }
     if (root && !await_stats_server(t, cfg.stats_rank, epochs_sent, keep_waiting)) throw gone();
     return sum;
+}
+
+void report_lost_peer(Transport& t, int stats_rank, const SilentPeer& lost, int live_learners, int64_t epoch,
+                      int64_t steps, double elapsed_s) {
+    if (lost.rank == stats_rank || lost.rank < 0) return;
+    std::vector<char> out;
+    pack(out, LearnerLost{lost.rank, elapsed_s, lost.silent_s, live_learners, 1});
+    t.send(stats_rank, kLearnerLost, out.data(), out.size());
+    pack(out, RunEnd{kEndLearnerLost, epoch, steps, elapsed_s});
+    t.send(stats_rank, kRunEnd, out.data(), out.size());
 }
 
 // Received by tag: a receive of any tag could take a heartbeat from the heartbeat thread.

@@ -60,29 +60,41 @@ bool models_agree(SumGroup& group, const float* weights, size_t n, const KeepWai
 // of the `epochs_sent` epochs, then says it is done. False when keep_waiting said stop first.
 bool await_stats_server(Transport& transport, int stats_rank, int64_t epochs_sent, const KeepWaiting& keep_waiting);
 
+// A rank silent longer than the peer timeout (dead or stopped), and for how long; rank -1: none.
+struct SilentPeer {
+    int rank = -1;
+    double silent_s = 0.0;
+};
+
 // The waits of a decentralized learner: keep_waiting() asks `silent_peer` (see AllreduceConfig)
 // and remembers the rank it names; gone() is the error that then ends the run.
 class PeerWatch {
 public:
-    PeerWatch(std::function<int()> silent_peer, std::string method)
+    PeerWatch(std::function<SilentPeer()> silent_peer, std::string method)
         : silent_peer_(std::move(silent_peer)), method_(std::move(method)) {}
     KeepWaiting keep_waiting() {
         return [this] {
             if (silent_peer_) lost_ = silent_peer_();
-            return lost_ < 0;
+            return lost_.rank < 0;
         };
     }
+    const SilentPeer& lost() const { return lost_; }
     PeerError gone() const {
-        return PeerError(lost_, method_ + ": rank " + std::to_string(lost_) +
-                                    " stopped answering (silent longer than the peer timeout); " + method_ +
-                                    " cannot go on without it");
+        return PeerError(lost_.rank, method_ + ": rank " + std::to_string(lost_.rank) +
+                                         " stopped answering (silent longer than the peer timeout); " + method_ +
+                                         " cannot go on without it");
     }
 
 private:
-    std::function<int()> silent_peer_;
+    std::function<SilentPeer()> silent_peer_;
     std::string method_;
-    int lost_ = -1;
+    SilentPeer lost_;
 };
+
+// The first learner of a decentralized run, when a peer is lost: the statistics server (unless it
+// is the lost one) logs the loss and the run's end, as it does for the PS protocols' learners.
+void report_lost_peer(Transport& transport, int stats_rank, const SilentPeer& lost, int live_learners, int64_t epoch,
+                      int64_t steps, double elapsed_s);
 
 struct AllreduceWork {
     size_t param_floats = 0;
@@ -99,20 +111,38 @@ struct AllreduceConfig {
     int stats_rank = 1;
     int64_t batch = 0;              // each learner's mini-batch
     int64_t samples_per_epoch = 0;  // the training set
-    int64_t epochs = 1;
+    int64_t epochs = 1;             // the total, counting those before start_samples
+    int64_t start_samples = 0;      // a warm-started or resumed run's samples so far
+    int64_t start_steps = 0;        // a resumed run's steps so far: the epoch lines count on from them
+    double elapsed_offset_s = 0.0;  // a resumed run's time so far
+    // Resumed at an epoch boundary: learner 0 sends that epoch's weights again first (marked as a
+    // replay; the statistics server logs them only if its metrics lack that epoch).
+    bool replay_epoch = false;
     size_t bucket_floats = 1 << 18;  // 1 MiB buckets
     int report_every = 10;           // steps between loss reports to the statistics server
     // A rank that has been silent too long (dead or stopped), or -1: asked while waiting, so that
     // a lost learner ends the job with its name instead of hanging it. Empty: never asked.
-    std::function<int()> silent_peer;
+    std::function<SilentPeer()> silent_peer;
+    // Asked on every learner before each step; its answers are summed with the step's gradients,
+    // so that the learners stop together after the same step when any of them says true.
+    std::function<bool()> stop_requested;
+    // Learner 0, after each epoch's weights have gone to the statistics server, every
+    // checkpoint_every_steps steps or checkpoint_every_s seconds (0: never), and when the run stops
+    // early: the learners' common state is a checkpoint (reason "epoch", "periodic" or "signal").
+    // Learner 0 alone decides: every learner holds the same weights and solver history.
+    int64_t checkpoint_every_steps = 0;
+    double checkpoint_every_s = 0.0;
+    std::function<void(const std::string& reason, int64_t steps, int64_t samples, double elapsed_s)> checkpoint;
 };
 
 struct AllreduceSummary {
-    int64_t steps = 0;
+    int64_t steps = 0;  // this run's
+    int64_t samples = 0;  // all, start_samples included
+    bool stopped = false;  // by stop_requested, before the last epoch
     double compute_s = 0.0, wait_s = 0.0;  // wait: the all-reduce time not hidden by the backward pass
 };
 
-// Runs `epochs` epochs of λ·batch samples per step. Learner 0 sends the weights to the
+// Runs from start_samples to `epochs` epochs of λ·batch samples per step. Learner 0 sends the weights to the
 // statistics server at every epoch boundary and receives its acknowledgements and final word.
 AllreduceSummary run_allreduce_learner(Transport& transport, SumGroup& group, const AllreduceConfig& config,
                                        const AllreduceWork& work);

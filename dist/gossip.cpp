@@ -106,28 +106,60 @@ GossipSummary run_gossip_learner(Transport& t, SumGroup& group, const GossipConf
                                                              (lambda * cfg.batch));
     PeerWatch watch(cfg.silent_peer, "gossip");
     const KeepWaiting keep_waiting = watch.keep_waiting();
-    const auto gone = [&] { return watch.gone(); };
     std::mt19937_64 rng(cfg.seed * 1000003u + static_cast<uint64_t>(me));
     std::uniform_int_distribution<int> pick(0, lambda - 2);  // any member but this one
+    const int64_t before = cfg.start_steps + cfg.start_partial;  // this learner's steps before this run
+    for (int64_t e = 0; e < before / cfg.tau; ++e) pick(rng);   // the choices made before a resume
     ModelExchange exchange(t, cfg.mode, n);
     exchange.publish(w);
     exchange.start();
     std::vector<int64_t> sent_to(static_cast<size_t>(lambda), 0);
-    std::vector<float> avg(n), peer(n), counts(static_cast<size_t>(lambda));
+    // The second sum of a boundary: each learner's squared distance from the average, the stop
+    // requests, and each learner's steps into the epoch (exact in floats far beyond any epoch).
+    const size_t stop_at = static_cast<size_t>(lambda), steps_at = stop_at + 1;
+    std::vector<float> avg(n), peer(n), counts(2 * static_cast<size_t>(lambda) + 1);
     std::vector<char> in, out;
     GossipSummary sum;
+    sum.epoch = cfg.first_epoch;
+    int64_t boundary_steps = cfg.start_steps;  // each learner's steps at the last completed epoch
     StatsReporter reports(t, cfg.stats_rank, cfg.report_every);
     const bool root = me == 0;
     int64_t epochs_sent = 0;
     const auto started = Clock::now();
-    for (int64_t epoch = 1; epoch <= cfg.epochs; ++epoch) {
-        for (int64_t k = 0; k < steps_per_epoch; ++k) {
+    const auto elapsed = [&] { return cfg.elapsed_offset_s + seconds_since(started); };
+    const auto gone = [&] {
+        if (root) report_lost_peer(t, cfg.stats_rank, watch.lost(), lambda - 1, sum.epoch, before + sum.steps, elapsed());
+        return watch.gone();
+    };
+    const auto send_epoch = [&](int64_t epoch, double spread, bool replay) {
+        EpochWeightsHeader h{};
+        h.epoch = epoch;
+        h.ts = boundary_steps;
+        h.samples = epoch * cfg.samples_per_epoch;
+        h.elapsed_s = elapsed();
+        h.final = epoch == cfg.epochs ? 1 : 0;
+        h.replay = replay ? 1 : 0;
+        h.has_spread = replay ? 0 : 1;
+        h.spread = spread;
+        pack(out, h, replay ? w : avg.data(), n);
+        t.send(cfg.stats_rank, kEpochWeights, out.data(), out.size());
+        ++epochs_sent;
+    };
+    if (root && cfg.replay_epoch) send_epoch(cfg.first_epoch, 0.0, true);  // every model is the checkpoint's
+    for (int64_t epoch = cfg.first_epoch + 1; epoch <= cfg.epochs && !sum.stopped; ++epoch) {
+        int64_t k = epoch == cfg.first_epoch + 1 ? cfg.start_partial : 0;  // steps into this epoch
+        bool asked = false;
+        for (; k < steps_per_epoch; ++k) {
+            if (cfg.stop_requested && cfg.stop_requested()) {
+                asked = true;
+                break;
+            }
             auto t0 = Clock::now();
             const double loss = work.step();
             sum.compute_s += seconds_since(t0);
             exchange.publish(w);
             ++sum.steps;
-            if (sum.steps % cfg.tau == 0) {
+            if ((before + sum.steps) % cfg.tau == 0) {
                 t0 = Clock::now();
                 const int other = pick(rng);
                 const int idx = other >= me ? other + 1 : other;
@@ -144,7 +176,7 @@ GossipSummary run_gossip_learner(Transport& t, SumGroup& group, const GossipConf
                     for (size_t i = 0; i < n; ++i) w[i] = 0.5f * (w[i] + m[i]);
                 } else {
                     out.assign(reinterpret_cast<const char*>(w), reinterpret_cast<const char*>(w + n));
-                    t.send(rank, kGossipModel, out.data(), out.size());
+                    if (!t.send_while(rank, kGossipModel, out.data(), out.size(), keep_waiting)) throw gone();
                     ++sent_to[static_cast<size_t>(idx)];
                     exchange.average_inbox(w);
                 }
@@ -154,7 +186,8 @@ GossipSummary run_gossip_learner(Transport& t, SumGroup& group, const GossipConf
             reports.minibatch_done(loss, sum.steps, sum.compute_s, sum.wait_s,
                                    epoch == cfg.epochs && k + 1 == steps_per_epoch);
         }
-        // The epoch boundary: the average model and the spread, from two sums over the learners.
+        // The epoch boundary (or a stop within the epoch): the average model and the spread, from
+        // two sums over the learners.
         const auto t0 = Clock::now();
         std::copy(w, w + n, avg.begin());
         group.start(avg.data(), n);
@@ -166,23 +199,42 @@ GossipSummary run_gossip_learner(Transport& t, SumGroup& group, const GossipConf
         }
         std::fill(counts.begin(), counts.end(), 0.0f);
         counts[static_cast<size_t>(me)] = static_cast<float>(d2);
+        counts[stop_at] = asked ? 1.0f : 0.0f;
+        counts[steps_at + static_cast<size_t>(me)] = static_cast<float>(k);
         group.start(counts.data(), counts.size());
         if (!group.wait_all(keep_waiting)) throw gone();
-        const double spread = std::sqrt(*std::max_element(counts.begin(), counts.end()));
-        sum.spreads.push_back(spread);
         sum.wait_s += seconds_since(t0);
-        if (root) {
-            EpochWeightsHeader h{};
-            h.epoch = epoch;
-            h.ts = sum.steps;
-            h.samples = epoch * cfg.samples_per_epoch;
-            h.elapsed_s = seconds_since(started);
-            h.final = epoch == cfg.epochs ? 1 : 0;
-            h.has_spread = 1;
-            h.spread = spread;
-            pack(out, h, avg.data(), n);
-            t.send(cfg.stats_rank, kEpochWeights, out.data(), out.size());
-            ++epochs_sent;
+        const double spread = std::sqrt(*std::max_element(counts.begin(), counts.begin() + lambda));
+        std::vector<int64_t> into(static_cast<size_t>(lambda));
+        int64_t partial_samples = 0;
+        for (int j = 0; j < lambda; ++j) {
+            into[static_cast<size_t>(j)] = static_cast<int64_t>(counts[steps_at + static_cast<size_t>(j)]);
+            partial_samples += into[static_cast<size_t>(j)] * cfg.batch;
+        }
+        const bool complete = std::all_of(into.begin(), into.end(), [&](int64_t x) { return x == steps_per_epoch; });
+        if (complete) {
+            sum.epoch = epoch;
+            boundary_steps += steps_per_epoch;
+            sum.spreads.push_back(spread);
+        }
+        sum.stopped = counts[stop_at] > 0.0f && (!complete || epoch < cfg.epochs);
+        if (sum.stopped) reports.finish(sum.steps, sum.compute_s, sum.wait_s);
+        if (!root) continue;
+        if (complete) send_epoch(epoch, spread, false);
+        if (cfg.checkpoint && (sum.stopped || epoch < cfg.epochs)) {
+            // Within the epoch: its samples so far, short of the boundary (a resumed run counts it
+            // as not yet done).
+            const int64_t samples = complete ? epoch * cfg.samples_per_epoch
+                                             : (epoch - 1) * cfg.samples_per_epoch +
+                                                   std::min(partial_samples, cfg.samples_per_epoch - 1);
+            std::vector<int64_t> taken(static_cast<size_t>(lambda), boundary_steps);
+            if (!complete)
+                for (int j = 0; j < lambda; ++j) taken[static_cast<size_t>(j)] += into[static_cast<size_t>(j)];
+            cfg.checkpoint(sum.stopped ? "signal" : "epoch", avg.data(), boundary_steps, taken, samples, elapsed());
+        }
+        if (sum.stopped) {
+            const RunEnd end{kEndSignal, sum.epoch, boundary_steps, elapsed()};
+            t.send(cfg.stats_rank, kRunEnd, &end, sizeof end);
         }
     }
     // Push: how many models each learner must still take before its serving thread stops (the

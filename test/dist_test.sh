@@ -115,7 +115,6 @@ expect_error() {  # expect_error NAME PATTERN RANKS ARGS...
   else fail "$name: exit $rc, wanted an error containing '$pattern'"; tail -5 "$work/$name.log"; fi
 }
 expect_error bad_n "--n 7 must be in [1, 3]" 5 --data "$data" --protocol softsync --n 7
-expect_error ar_resume "--resume is not supported with --protocol allreduce yet" 4 --protocol allreduce --resume "$work/allreduce"
 expect_error bad_straggler "--straggler must be RANK:FACTOR with RANK a learner's rank (2, 3, 4) and FACTOR a number >= 1, got '1:3'" \
   5 --data "$data" --protocol async --straggler 1:3
 expect_error slow_factor "got '2:0.5'" 5 --data "$data" --protocol async --straggler 2:0.5

@@ -12,46 +12,7 @@
 mpi_test_setup
 common=(--data "$data" --batch 16 --peer-timeout 3)
 
-# The process of rank R (the child of its rank guard) among this test's runs.
-rank_pid() {
-  local p
-  for p in $(pgrep -x rudra); do
-    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "PMI_RANK=$1" || continue
-    [ "$(ps -o comm= -p "$(ps -o ppid= -p "$p" | tr -d ' ')")" = rudra ] && echo "$p"
-  done | head -1
-}
-# Waits (at most 60 s) until FILE exists and matches PATTERN.
-wait_for() {
-  local i
-  for i in $(seq 600); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
-  return 1
-}
-epochs_logged() { grep -c '"event":"epoch"' "$1/metrics.jsonl" 2>/dev/null; }
-# After a run: nothing of it may be left (a stopped learner included). Zombies do not count:
-# where PID 1 does not reap (some containers), the ranks of a killed guard stay as zombies.
-live_rudras() { ps -eo pid=,stat=,comm= | awk '$3 == "rudra" && $2 !~ /^Z/ { print $1 }'; }
-no_leftovers() {
-  sleep 1
-  if [ -n "$(live_rudras)" ]; then
-    fail "$1: rudra processes left behind"; ps -o pid,ppid,stat,etime,args -p "$(live_rudras | paste -sd,)" | cut -c1-120
-    pkill -CONT -x rudra; pkill -9 -x rudra
-  else pass; fi
-}
-start() {  # start NAME RANKS ARGS...: a run in the background, its exit code in $work/NAME.rc
-  local name=$1 ranks=$2; shift 2
-  ( timeout -k 5 150 mpiexec -disable-auto-cleanup -n "$ranks" "$rudra" dist "$solver" "${common[@]}" -o "$work/$name" "$@" \
-      >"$work/$name.log" 2>&1 &
-    echo $! >"$work/$name.pid"
-    wait $!
-    echo $? >"$work/$name.rc" ) &
-  sleep 0.2
-}
-# kill -9 of every process of the run (timeout leads its own process group).
-kill_job() { kill -9 -- "-$(cat "$work/$1.pid")"; }
-finish_run() {  # finish_run NAME: waits for the background run; its exit code in $rc
-  wait
-  rc=$(cat "$work/$1.rc")
-}
+. "$(dirname "$0")/fault_harness.sh"
 
 # 1. kill -9 of a learner under 1-softsync: the others finish all epochs; the loss is an event.
 start soft_kill 6 --protocol softsync --n 1 --epochs 12
@@ -129,8 +90,7 @@ grep -q 'with 2 learners instead of 3' "$work/hs_lost_resumed.log" && pass || fa
 # of the step): a checkpoint, exit 130; --resume finishes.
 start term 5 --protocol softsync --n 1 --epochs 8
 wait_for "$work/term/metrics.jsonl" '"epoch":2,' || fail "term: no epoch 2"
-proxy=$(pgrep -P "$(pgrep -P "$(cat "$work/term.pid")" -x mpiexec)" -x hydra_pmi_proxy)
-pkill -TERM -P "$proxy" -x rudra
+term_ranks term
 t0=$(date +%s%N)
 finish_run term
 echo "term: the job ended $((($(date +%s%N) - t0) / 1000000)) ms after SIGTERM"

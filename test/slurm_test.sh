@@ -40,4 +40,26 @@ grep -q 'PS: resuming from .*(signal checkpoint of' "$log" && pass || fail "the 
 grep -q '"event":"stopped","reason":"signal"' "$work/out/metrics.jsonl" && grep -q '"event":"resume"' "$work/out/metrics.jsonl" &&
   pass || fail "metrics.jsonl: a stopped line, then a resume line"
 [ $failures = 0 ] || cat "$log"
+
+# The decentralized modes under the same script: one short epoch each, waited for (sbatch --wait
+# gives the job's exit code).
+for mode in allreduce easgd gossip-pull gossip-push; do
+  if RUDRA="$rudra" OMP_NUM_THREADS=1 timeout 300 sbatch --wait --quiet --ntasks=4 --overcommit \
+      --output="$work/$mode.out" "$src/tools/slurm/rudra-dist.sbatch" "$solver" --data "$data" --batch 16 --epochs 1 \
+      --protocol "$mode" -o "$work/$mode"; then pass
+  else fail "$mode under Slurm: exit $?"; tail -20 "$work/$mode.out"; fi
+  [ -s "$work/$mode/final.rudra" ] && [ "$(grep -c '"event":"epoch"' "$work/$mode/metrics.jsonl")" = 1 ] && pass ||
+    fail "$mode under Slurm: final.rudra and one epoch line"
+done
+# An all-reduce run stopped the way the time limit stops it (the script's USR1): every learner
+# stops after the same step, the first one writes a checkpoint and ends with 130, the job requeues.
+jid=$(RUDRA="$rudra" OMP_NUM_THREADS=1 timeout 60 sbatch --parsable --ntasks=4 --overcommit \
+  --output="$work/ar-stop.out" "$src/tools/slurm/rudra-dist.sbatch" "$solver" --data "$data" --batch 16 --epochs 400 \
+  --protocol allreduce -o "$work/ar-stop")
+for _ in $(seq 240); do grep -q '"epoch":1,' "$work/ar-stop/metrics.jsonl" 2>/dev/null && break; sleep 0.5; done
+timeout 30 scancel --batch --signal=USR1 "$jid"
+for _ in $(seq 240); do grep -q "requeueing job $jid" "$work/ar-stop.out" 2>/dev/null && break; sleep 0.5; done
+timeout 30 scancel "$jid"
+grep -q 'allreduce: checkpoint (signal) at step' "$work/ar-stop.out" && grep -q 'task 0: Exited with exit code 130' "$work/ar-stop.out" &&
+  grep -q "requeueing job $jid" "$work/ar-stop.out" && pass || { fail "allreduce under Slurm: stop, checkpoint, requeue"; cat "$work/ar-stop.out"; }
 finish

@@ -54,6 +54,8 @@ nlohmann::ordered_json run_settings(const DistOptions& o, int learners) {
             {"momentum", o.momentum},
             {"seed", o.seed},
             {"warm_start", o.warm_start},
+            {"tau", o.tau},
+            {"beta", o.beta},
             {"learners", learners}};
 }
 
@@ -94,6 +96,8 @@ void apply_checkpoint_settings(DistOptions& o, const DistCheckpoint& ck) {
     take(o, ck, "base_lr", "--base-lr", o.base_lr, false);
     take(o, ck, "momentum", "--momentum", o.momentum, false);
     take(o, ck, "seed", "--seed", o.seed, false);
+    take(o, ck, "tau", "--tau", o.tau, false);
+    take(o, ck, "beta", "--beta", o.beta, false);
     if (!o.given.count("--output")) o.output = fs::path(ck.path).parent_path().string();
     if (o.output.empty()) o.output = ".";
     o.warm_start.clear();  // the checkpoint replaces it

@@ -1,11 +1,14 @@
 // rudra dist: the parameter-server system on MPI ranks. Rank 0 is the parameter server, rank 1
-// the statistics server, ranks 2.. the learners (lambda = ranks - 2).
+// the statistics server, ranks 2.. the learners (lambda = ranks - 2). All-reduce and gossip have
+// no PS: rank 0 is their first learner (tools/dist_roles.cpp).
 //
-// Faults (README, "Faults"): every rank runs a heartbeat; the PS writes checkpoints (every
-// --checkpoint-every, at every epoch boundary, on SIGUSR1 and when it stops), stops the run on
+// Faults (README, "Faults"): every rank runs a heartbeat; rank 0 writes checkpoints (the PS:
+// every --checkpoint-every, at every epoch boundary, on SIGUSR1 and when it stops; all-reduce:
+// every --checkpoint-every and epoch boundary; gossip: every epoch boundary), stops the run on
 // SIGTERM/SIGINT, goes on without a lost learner where the protocol allows; the other ranks end
-// by themselves when the PS falls silent. Exit codes: 0 done, 1 bad input, 3 stopped because a
-// learner was lost (hardsync, or every learner), 4 the PS was lost, 130 stopped by a signal.
+// by themselves when rank 0 falls silent. Exit codes (tools/exit_codes.h): 0 done, 1 bad input,
+// 3 stopped because a learner was lost (hardsync, all-reduce, gossip, or every learner), 4 rank 0
+// was lost, 130 stopped by a signal.
 #include <omp.h>
 #include <unistd.h>
 
@@ -42,6 +45,7 @@
 #include "tools/commands.h"
 #include "tools/dist_checkpoint.h"
 #include "tools/dist_roles.h"
+#include "tools/exit_codes.h"
 #include "tools/rank_guard.h"
 
 namespace rudra::tools {
@@ -49,7 +53,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace dist_run;
-constexpr int kExitLearnerLost = 3, kExitPsLost = 4, kExitStopped = 130;
 
 // Set by the signal handlers, read by the PS between messages. Every rank takes SIGTERM, SIGINT
 // and SIGUSR1 (mpiexec and srun pass them to all): the PS acts on them, the others leave the
@@ -69,38 +72,24 @@ void install_signal_handlers() {
     sigaction(SIGUSR1, &sa, nullptr);
 }
 
-// Ends this rank at once when the PS falls silent: what it holds is in the PS's checkpoints.
-dist::HeartbeatConfig watch_ps(const DistOptions& o, int rank) {
+// Ends this rank at once when rank 0 (the PS, or a decentralized run's first learner) falls
+// silent: what it holds is in rank 0's checkpoints.
+dist::HeartbeatConfig watch_ps(const DistOptions& o, int rank, bool decentralized) {
     dist::HeartbeatConfig hc;
     hc.notify = {kPsRank};
     hc.watch = kPsRank;
     hc.timeout_s = o.peer_timeout;
-    hc.on_silent = [rank, out = o.output](int, double silent) {
+    const char* who = decentralized ? "the first learner" : "the parameter server";
+    hc.on_silent = [rank, who, out = o.output](int, double silent) {
         std::fflush(stdout);
         std::fprintf(stderr,
-                     "rudra dist [rank %d]: error: the parameter server (rank 0) has not been heard from for %.1f s: it "
+                     "rudra dist [rank %d]: error: %s (rank 0) has not been heard from for %.1f s: it "
                      "died or hangs. The newest checkpoint is %s (go on with: rudra dist --resume %s)\n",
-                     rank, silent, checkpoint_path(out).c_str(), out.c_str());
+                     rank, who, silent, checkpoint_path(out).c_str(), out.c_str());
         std::fflush(stderr);
         _exit(kExitPsLost);
     };
     return hc;
-}
-
-// --checkpoint-every: "N" updates, "Ns" seconds, "Nm" minutes, "0" none.
-void parse_checkpoint_every(const std::string& text, dist::PsConfig& pc) {
-    size_t used = 0;
-    double v = -1;
-    try {
-        v = std::stod(text, &used);
-    } catch (const std::exception&) {
-    }
-    const std::string unit = text.substr(std::min(used, text.size()));
-    if (v < 0 || !(unit.empty() || unit == "s" || unit == "m") || (unit.empty() && v != std::floor(v)))
-        throw std::runtime_error("--checkpoint-every must be N (updates), Ns (seconds), Nm (minutes) or 0, got '" +
-                                 text + "'");
-    if (unit.empty()) pc.checkpoint_every_updates = static_cast<int64_t>(v);
-    else pc.checkpoint_every_s = unit == "m" ? v * 60 : v;
 }
 
 // Everything a role needs from the solver, net and data files.
@@ -175,7 +164,9 @@ int run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, const dist:
     pc.samples_per_epoch = sets.train.size();
     pc.epochs = o.epochs;
     pc.peer_timeout_s = o.peer_timeout;
-    parse_checkpoint_every(o.checkpoint_every, pc);
+    const CheckpointEvery every = parse_checkpoint_every(o.checkpoint_every);
+    pc.checkpoint_every_updates = every.updates;
+    pc.checkpoint_every_s = every.seconds;
 
     const std::string ck_path = checkpoint_path(o.output);
     const std::string snap_path = (fs::path(o.output) / "final.rudra").string();
@@ -292,27 +283,22 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
             throw std::runtime_error(
                 "rudra dist needs at least 3 ranks (parameter server, statistics server, a learner); got " +
                 std::to_string(transport.size()));
+        std::optional<DistCheckpoint> resume;
+        if (!o.resume.empty()) {
+            resume = read_dist_checkpoint(o.resume);
+            apply_checkpoint_settings(o, *resume);
+        }
         const bool gossip = o.protocol == "gossip-pull" || o.protocol == "gossip-push";
-        if ((o.protocol == "allreduce" || o.protocol == "easgd" || gossip) && !o.resume.empty())
-            throw std::runtime_error("--resume is not supported with --protocol " + o.protocol + " yet");
         if (o.given.count("--beta") && !(o.beta > 0 && o.beta <= 1))
             throw std::runtime_error("--beta must be in (0, 1], got " + number_text(o.beta));
         if (o.given.count("--tau") && o.protocol != "easgd" && !gossip)
             throw std::runtime_error("--tau is a setting of --protocol easgd, gossip-pull and gossip-push");
         if (o.given.count("--beta") && o.protocol != "easgd")
             throw std::runtime_error("--beta is a setting of --protocol easgd");
-        std::optional<DistCheckpoint> resume;
-        if (!o.resume.empty()) {
-            resume = read_dist_checkpoint(o.resume);
-            apply_checkpoint_settings(o, *resume);
-        }
         if (o.solver.empty()) throw std::runtime_error("a SOLVER file is required (or --resume CHECKPOINT|OUTDIR)");
         if (!fs::is_regular_file(o.solver)) throw std::runtime_error(o.solver + ": solver file not found");
         if (!(o.peer_timeout > 0)) throw std::runtime_error("--peer-timeout must be a positive number of seconds");
-        {
-            dist::PsConfig check;
-            parse_checkpoint_every(o.checkpoint_every, check);
-        }
+        parse_checkpoint_every(o.checkpoint_every);  // checked on every rank
         // No PS: every rank but the statistics server learns.
         const bool decentralized = o.protocol == "allreduce" || gossip;
         const int lambda = transport.size() - (decentralized ? 1 : kFirstLearner);
@@ -332,13 +318,14 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
         if (!binding.message.empty() && rank == kPsRank) std::printf("rank 0 %s\n", binding.message.c_str());
         Setup s = read_setup(o);
         s.resume = std::move(resume);
+        s.stop_requested = [] { return g_stop_requested.load(); };
         const data::TrainTest sets = session::load_data(o.data);
         const int64_t done_epochs = s.start_samples / std::max<int64_t>(1, static_cast<int64_t>(sets.train.size()));
         if (!s.resume && done_epochs >= o.epochs)
             throw std::runtime_error(o.warm_start + " has trained " + std::to_string(done_epochs) +
                                      " epochs already; --epochs is the total and must be larger");
-        // The PS sends heartbeats to every rank; the others to the PS, and end when it falls silent.
-        dist::HeartbeatConfig beats = watch_ps(o, rank);
+        // Rank 0 sends heartbeats to every rank; the others to rank 0, and end when it falls silent.
+        dist::HeartbeatConfig beats = watch_ps(o, rank, decentralized);
         if (rank == kPsRank) {
             beats = dist::HeartbeatConfig();
             beats.notify = ranks_from(1, transport.size());
@@ -347,9 +334,22 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
         if (decentralized) {
             dist::MpiSumGroup group(rank != kStatsRank, wait);  // collective: every rank builds it
             fs::create_directories(o.output);
-            if (rank == kStatsRank) run_stats(o, s, transport, protocol, sets, heartbeat);
-            else if (gossip) run_gossip_role(o, s, transport, group, protocol, sets, binding, heartbeat, straggle);
-            else run_allreduce_role(o, s, transport, group, sets, binding, heartbeat, straggle);
+            try {
+                if (rank == kStatsRank) run_stats(o, s, transport, protocol, sets, heartbeat);
+                else if (gossip) code = run_gossip_role(o, s, transport, group, protocol, sets, binding, heartbeat, straggle);
+                else code = run_allreduce_role(o, s, transport, group, sets, binding, heartbeat, straggle);
+            } catch (const dist::PeerError& e) {
+                if (rank != kPsRank) throw;
+                // The first learner noticed a lost rank (and told the statistics server): no
+                // decentralized method goes on without one of its learners. The others may wait
+                // for it forever: only ending the whole job frees them.
+                say(protocol.name() + ": " + e.what() + ". The newest checkpoint is " + checkpoint_path(o.output) +
+                    "; go on with: rudra dist --resume " + o.output + " (with as many learners as answer)");
+                say(protocol.name() + ": ending the job with exit code " + std::to_string(kExitLearnerLost));
+                usleep(500000);  // the statistics server logs the loss meanwhile
+                mpi.peer_lost();
+                dist::MpiSession::end_job(kExitLearnerLost);
+            }
         } else if (rank == kPsRank) {
             fs::create_directories(o.output);
             code = run_ps(o, s, transport, protocol, sets, wait, mpi, heartbeat);

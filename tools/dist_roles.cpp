@@ -18,6 +18,7 @@
 #include "dist/stats_server.h"
 #include "nn/atomic_file.h"
 #include "session/metrics_log.h"
+#include "tools/exit_codes.h"
 
 namespace rudra::tools::dist_run {
 
@@ -57,11 +58,13 @@ namespace {
 
 // Rank 0 of a decentralized run hears every rank's heartbeats (the others watch rank 0 alone):
 // the first rank silent longer than `timeout`, or -1.
-std::function<int()> silent_peer(dist::Heartbeat& heartbeat, int size, double timeout) {
+std::function<dist::SilentPeer()> silent_peer(dist::Heartbeat& heartbeat, int size, double timeout) {
     return [&heartbeat, size, timeout] {
-        for (int r = 1; r < size; ++r)
-            if (heartbeat.silent_s(r) > timeout) return r;
-        return -1;
+        for (int r = 1; r < size; ++r) {
+            const double silent = heartbeat.silent_s(r);
+            if (silent > timeout) return dist::SilentPeer{r, silent};
+        }
+        return dist::SilentPeer{};
     };
 }
 
@@ -168,13 +171,15 @@ void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, 
     }
     // Each learner samples its own seeded stream over the whole training set; a resumed one
     // goes on after the samples of its gradients in the checkpoint's updates.
-    const uint64_t position =
-        s.resume ? static_cast<uint64_t>(s.resume->applied(rank - kFirstLearner)) * static_cast<uint64_t>(run.batch()) : 0;
+    // (EASGD: each of its differences stands for tau mini-batches.)
+    const int64_t taken = s.resume ? s.resume->applied(rank - kFirstLearner) * (protocol.elastic() ? o.tau : 1) : 0;
+    const uint64_t position = static_cast<uint64_t>(taken) * static_cast<uint64_t>(run.batch());
     data::Prefetcher prefetch(sets.train, run.train_transform(), run.batch(),
                               s.spec.seed * 7919 + static_cast<uint64_t>(rank), position, binding.helper_thread);
     nn::ParamStore& params = run.params();
     if (protocol.elastic()) {
-        const dist::LocalSgdWork work = local_sgd_work(run, prefetch, straggle);
+        // A resumed learner starts from the centre (its first pull), with fresh momentum.
+        const dist::LocalSgdWork work = local_sgd_work(run, prefetch, straggle, taken);
         dist::EasgdConfig ec;
         ec.ps_rank = kPsRank;
         ec.stats_rank = kStatsRank;
@@ -198,12 +203,83 @@ void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, 
     dist::run_learner(t, lc, work);
 }
 
+CheckpointEvery parse_checkpoint_every(const std::string& text) {
+    size_t used = 0;
+    double v = -1;
+    try {
+        v = std::stod(text, &used);
+    } catch (const std::exception&) {
+    }
+    const std::string unit = text.substr(std::min(used, text.size()));
+    if (v < 0 || !(unit.empty() || unit == "s" || unit == "m") || (unit.empty() && v != std::floor(v)))
+        throw std::runtime_error("--checkpoint-every must be N (updates), Ns (seconds), Nm (minutes) or 0, got '" +
+                                 text + "'");
+    CheckpointEvery every;
+    if (unit.empty()) every.updates = static_cast<int64_t>(v);
+    else every.seconds = unit == "m" ? v * 60 : v;
+    return every;
+}
+
+namespace {
+
+// A decentralized run's checkpoint, written by its first learner: the model (all-reduce: every
+// learner's, which are the same; gossip: the learners' average) with its solver history, and in
+// the metadata what a resumed run needs, in the fields the PS protocols' checkpoints use (each
+// learner's mini-batches in "applied": `taken`, or `steps` for every learner).
+void write_learners_checkpoint(const DistOptions& o, const Setup& s, const session::TrainingSession& run, int lambda,
+                               int64_t samples_per_epoch, const std::string& reason, int64_t steps, int64_t samples,
+                               double elapsed_s, const float* weights = nullptr,
+                               const std::vector<int64_t>& taken = {}) {
+    const int64_t epoch = samples / std::max<int64_t>(1, samples_per_epoch);
+    nn::Snapshot snap = run.snapshot(static_cast<uint64_t>(steps), static_cast<uint64_t>(samples), s.spec.seed);
+    if (weights) std::copy(weights, weights + snap.params.size(), snap.params.begin());
+    snap.metadata = nlohmann::ordered_json{{"format", "rudra dist checkpoint"},
+                                           {"reason", reason},
+                                           {"written_at", utc_now()},
+                                           {"epoch", epoch},
+                                           {"elapsed_s", elapsed_s},
+                                           {"protocol", o.protocol},
+                                           {"settings", run_settings(o, lambda)},
+                                           {"rule",
+                                            {{"timestamp", steps},
+                                             {"samples", samples},
+                                             {"applied", taken.empty() ? std::vector<int64_t>(static_cast<size_t>(lambda), steps)
+                                                                       : taken}}}}
+                        .dump();
+    const std::string path = checkpoint_path(o.output);
+    nn::write_snapshot(path, snap);
+    if (reason != "epoch" && reason != "periodic")
+        say(o.protocol + ": checkpoint (" + reason + ") at step " +
+            std::to_string(taken.empty() ? steps : *std::max_element(taken.begin(), taken.end())) + ", epoch " +
+            std::to_string(epoch) + (samples % std::max<int64_t>(1, samples_per_epoch) ? " and part of the next" : "") +
+            ": " + path);
+}
+
+// A resumed decentralized run: where it goes on from, said once by its first learner.
+int64_t resumed_steps(const Setup& s, session::TrainingSession& run, bool first, int learners,
+                      session::TrainingSession::History history = session::TrainingSession::History::Required) {
+    if (!s.resume) return 0;
+    run.restore(s.resume->snapshot, s.resume->path, history);
+    const int64_t steps = s.resume->meta.at("rule").value("timestamp", int64_t{0});
+    const int before = s.resume->learners();
+    if (first)
+        say("resuming from " + s.resume->path + " (" + s.resume->meta.value("reason", std::string("?")) +
+            " checkpoint of " + s.resume->meta.value("written_at", std::string("?")) + "): epoch " +
+            std::to_string(s.resume->epoch()) + ", step " + std::to_string(steps) + ", " +
+            std::to_string(s.resume->samples()) + " samples" +
+            (before != learners ? ", with " + std::to_string(learners) + " learners instead of " + std::to_string(before)
+                                : std::string()));
+    return steps;
+}
+
+}  // namespace
+
 // All-reduce: rank 0 and ranks 2.. are learners, each with its own solver, all starting from the
 // same weights and stepping alike; rank 0 sends the weights to the statistics server at every
-// epoch boundary and writes final.rudra.
-void run_allreduce_role(const DistOptions& o, const Setup& s, dist::Transport& t, dist::SumGroup& group,
-                        const data::TrainTest& sets, const Binding& binding, dist::Heartbeat& heartbeat,
-                        double straggle) {
+// epoch boundary, writes the checkpoints and final.rudra. Returns the exit code.
+int run_allreduce_role(const DistOptions& o, const Setup& s, dist::Transport& t, dist::SumGroup& group,
+                       const data::TrainTest& sets, const Binding& binding, dist::Heartbeat& heartbeat,
+                       double straggle) {
     const int rank = t.rank(), lambda = group.members();
     session::SessionSpec spec = s.spec;  // one seed: the same initial weights on every learner
     // As hardsync: one update of lambda*mu samples takes alpha0 * sqrt(lambda*mu / B).
@@ -212,12 +288,16 @@ void run_allreduce_role(const DistOptions& o, const Setup& s, dist::Transport& t
     spec.solver.lr.base_lr *= std::sqrt(double(lambda) * mu / reference);
     session::TrainingSession run(spec, sets, {.train_net = true, .test_net = false, .solver = true});
     if (!o.warm_start.empty()) run.restore(s.warm, o.warm_start, session::TrainingSession::History::IfMatching);
+    const int64_t resumed = resumed_steps(s, run, rank == kPsRank, lambda);
+    const int64_t start_samples = s.resume ? s.resume->samples() : s.start_samples;
     if (rank == kPsRank)
         say("allreduce: " + std::to_string(lambda) + " learners, each step " + std::to_string(lambda) + " x " +
             std::to_string(run.batch()) + " samples at base_lr " + std::to_string(spec.solver.lr.base_lr) +
             " (alpha0 * sqrt(lambda*mu/" + std::to_string(reference) + "))");
+    // Each learner's own stream; a resumed one goes on after the mini-batches it has taken.
     data::Prefetcher prefetch(sets.train, run.train_transform(), run.batch(),
-                              s.spec.seed * 7919 + static_cast<uint64_t>(rank), 0, binding.helper_thread);
+                              s.spec.seed * 7919 + static_cast<uint64_t>(rank),
+                              static_cast<uint64_t>(resumed) * static_cast<uint64_t>(run.batch()), binding.helper_thread);
     nn::ParamStore& params = run.params();
     dist::AllreduceWork work;
     work.param_floats = params.size();
@@ -226,34 +306,53 @@ void run_allreduce_role(const DistOptions& o, const Setup& s, dist::Transport& t
     work.compute = slowed(
         [&](const std::function<void(size_t)>& after_layer) { return run.compute_gradient(prefetch.next(), after_layer); },
         straggle);
-    const int64_t start_iteration = s.start_samples / (int64_t(lambda) * run.batch());
+    const int64_t start_iteration = s.resume ? resumed : s.start_samples / (int64_t(lambda) * run.batch());
     work.apply = [&](int64_t step) { run.solver().apply(params.grads(), start_iteration + step); };
     work.weights = [&] { return static_cast<const float*>(params.values()); };
     dist::AllreduceConfig c;
-    if (rank == kPsRank) c.silent_peer = silent_peer(heartbeat, t.size(), o.peer_timeout);
+    if (rank == kPsRank) {
+        c.silent_peer = silent_peer(heartbeat, t.size(), o.peer_timeout);
+        c.checkpoint = [&](const std::string& reason, int64_t steps, int64_t samples, double elapsed_s) {
+            write_learners_checkpoint(o, s, run, lambda, static_cast<int64_t>(sets.train.size()), reason,
+                                      start_iteration + steps, samples, elapsed_s);
+        };
+    }
+    const CheckpointEvery every = parse_checkpoint_every(o.checkpoint_every);
+    c.checkpoint_every_steps = every.updates;
+    c.checkpoint_every_s = every.seconds;
+    c.stop_requested = s.stop_requested;
     c.stats_rank = kStatsRank;
     c.batch = run.batch();
     c.samples_per_epoch = static_cast<int64_t>(sets.train.size());
-    c.epochs = o.epochs - s.start_samples / c.samples_per_epoch;
+    c.epochs = o.epochs;
+    c.start_samples = start_samples;
+    c.start_steps = start_iteration;
+    c.elapsed_offset_s = s.resume ? s.resume->elapsed_s() : 0.0;
+    c.replay_epoch = s.resume && start_samples % c.samples_per_epoch == 0;
     t.barrier();
     const dist::AllreduceSummary r = dist::run_allreduce_learner(t, group, c, work);
-    if (rank == kPsRank) {
-        const std::string snap_path = (fs::path(o.output) / "final.rudra").string();
-        const int64_t samples = s.start_samples + r.steps * lambda * run.batch();
-        nn::write_snapshot(snap_path, run.snapshot(static_cast<uint64_t>(start_iteration + r.steps),
-                                                   static_cast<uint64_t>(samples), s.spec.seed));
-        std::printf("allreduce: %lld steps; compute %.1f s, all-reduce wait %.1f s (overlap ratio %.3f); snapshot %s\n",
-                    static_cast<long long>(r.steps), r.compute_s, r.wait_s,
-                    r.compute_s + r.wait_s > 0 ? r.compute_s / (r.compute_s + r.wait_s) : 0.0, snap_path.c_str());
-        std::fflush(stdout);
+    if (rank != kPsRank) return 0;
+    if (r.stopped) {
+        say("allreduce: stopped by a signal at step " + std::to_string(start_iteration + r.steps) +
+            "; go on with: rudra dist --resume " + o.output);
+        return kExitStopped;
     }
+    const std::string snap_path = (fs::path(o.output) / "final.rudra").string();
+    nn::write_snapshot(snap_path, run.snapshot(static_cast<uint64_t>(start_iteration + r.steps),
+                                               static_cast<uint64_t>(r.samples), s.spec.seed));
+    std::printf("allreduce: %lld steps; compute %.1f s, all-reduce wait %.1f s (overlap ratio %.3f); snapshot %s\n",
+                static_cast<long long>(r.steps), r.compute_s, r.wait_s,
+                r.compute_s + r.wait_s > 0 ? r.compute_s / (r.compute_s + r.wait_s) : 0.0, snap_path.c_str());
+    std::fflush(stdout);
+    return 0;
 }
 
-dist::LocalSgdWork local_sgd_work(session::TrainingSession& run, data::Prefetcher& prefetch, double straggle) {
+dist::LocalSgdWork local_sgd_work(session::TrainingSession& run, data::Prefetcher& prefetch, double straggle,
+                                  int64_t first_step) {
     dist::LocalSgdWork work;
     work.param_floats = run.params().size();
     work.weights = run.params().values();
-    work.step = slowed([&run, &prefetch, step = int64_t{0}]() mutable { return run.step(prefetch.next(), step++); },
+    work.step = slowed([&run, &prefetch, step = first_step]() mutable { return run.step(prefetch.next(), step++); },
                        straggle);
     return work;
 }
@@ -265,21 +364,31 @@ std::vector<int> decentralized_learner_ranks(int size) {
 }
 
 // Gossip: rank 0 and ranks 2.. are learners with solvers of their own, all starting from the
-// same weights; rank 0 sends the learners' average to the statistics server at every epoch
-// boundary and writes it as final.rudra; each learner records its peers.
-void run_gossip_role(const DistOptions& o, const Setup& s, dist::Transport& t, dist::SumGroup& group,
-                     const dist::Protocol& protocol, const data::TrainTest& sets, const Binding& binding,
-                     dist::Heartbeat& heartbeat, double straggle) {
+// same weights (a resumed run: the checkpoint's average, with fresh momentum); rank 0 sends the
+// learners' average to the statistics server at every epoch boundary, writes it as the
+// checkpoint and as final.rudra, and returns the exit code; each learner records its peers.
+int run_gossip_role(const DistOptions& o, const Setup& s, dist::Transport& t, dist::SumGroup& group,
+                    const dist::Protocol& protocol, const data::TrainTest& sets, const Binding& binding,
+                    dist::Heartbeat& heartbeat, double straggle) {
     const int rank = t.rank();
     session::TrainingSession run(s.spec, sets, {.train_net = true, .test_net = false, .solver = true});
     if (!o.warm_start.empty()) run.restore(s.warm, o.warm_start, session::TrainingSession::History::IfMatching);
+    const int64_t resumed =
+        resumed_steps(s, run, rank == kPsRank, group.members(), session::TrainingSession::History::Ignored);
+    // Stopped within an epoch: this learner goes on where it stopped, if the learners are the same.
+    const int64_t partial = s.resume && s.resume->learners() == group.members()
+                                ? std::max<int64_t>(0, s.resume->applied(group.index()) - resumed)
+                                : 0;
+    const int64_t before = resumed + partial;  // this learner's steps so far
+    const int64_t samples_per_epoch = static_cast<int64_t>(sets.train.size());
     if (rank == kPsRank)
         say(protocol.name() + ": " + std::to_string(group.members()) + " learners step locally and exchange models " +
             "with a random peer every " + std::to_string(o.tau) + " steps");
     data::Prefetcher prefetch(sets.train, run.train_transform(), run.batch(),
-                              s.spec.seed * 7919 + static_cast<uint64_t>(rank), 0, binding.helper_thread);
+                              s.spec.seed * 7919 + static_cast<uint64_t>(rank),
+                              static_cast<uint64_t>(before) * static_cast<uint64_t>(run.batch()), binding.helper_thread);
     nn::ParamStore& params = run.params();
-    const dist::LocalSgdWork work = local_sgd_work(run, prefetch, straggle);
+    const dist::LocalSgdWork work = local_sgd_work(run, prefetch, straggle, before);
     dist::GossipConfig c;
     c.mode = protocol.kind() == dist::Protocol::Kind::GossipPush ? dist::GossipMode::Push : dist::GossipMode::Pull;
     c.tau = o.tau;
@@ -287,30 +396,58 @@ void run_gossip_role(const DistOptions& o, const Setup& s, dist::Transport& t, d
     c.learner_ranks = decentralized_learner_ranks(t.size());
     c.stats_rank = kStatsRank;
     c.batch = run.batch();
-    c.samples_per_epoch = static_cast<int64_t>(sets.train.size());
-    c.epochs = o.epochs - s.start_samples / c.samples_per_epoch;
-    if (rank == kPsRank) c.silent_peer = silent_peer(heartbeat, t.size(), o.peer_timeout);
+    c.samples_per_epoch = samples_per_epoch;
+    c.epochs = o.epochs;
+    c.first_epoch = (s.resume ? s.resume->samples() : s.start_samples) / samples_per_epoch;
+    c.start_steps = resumed;
+    c.start_partial = partial;
+    c.elapsed_offset_s = s.resume ? s.resume->elapsed_s() : 0.0;
+    c.replay_epoch = s.resume && s.resume->samples() % samples_per_epoch == 0;
+    c.stop_requested = s.stop_requested;
+    if (rank == kPsRank) {
+        c.silent_peer = silent_peer(heartbeat, t.size(), o.peer_timeout);
+        c.checkpoint = [&](const std::string& reason, const float* average, int64_t steps,
+                           const std::vector<int64_t>& taken, int64_t samples, double elapsed_s) {
+            write_learners_checkpoint(o, s, run, group.members(), samples_per_epoch, reason, steps, samples, elapsed_s,
+                                      average, taken);
+        };
+    }
     t.barrier();
     const dist::GossipSummary r = dist::run_gossip_learner(t, group, c, work);
-    // The peers this learner chose, one line per exchange: "step peer_rank".
+    // The peers this learner chose, one line per exchange: "step peer_rank" (a resumed run keeps
+    // the lines up to its checkpoint).
     const fs::path peers_dir = fs::path(o.output) / "gossip-peers";
+    const fs::path peers_path = peers_dir / ("rank-" + std::to_string(rank) + ".txt");
     fs::create_directories(peers_dir);
     std::string peers;
-    for (size_t i = 0; i < r.peers.size(); ++i)
-        peers += std::to_string((i + 1) * static_cast<size_t>(o.tau)) + " " + std::to_string(r.peers[i]) + "\n";
-    nn::write_file_atomically((peers_dir / ("rank-" + std::to_string(rank) + ".txt")).string(), peers);
-    if (rank == kPsRank) {
-        std::copy(r.average.begin(), r.average.end(), params.values());
-        const std::string snap_path = (fs::path(o.output) / "final.rudra").string();
-        const int64_t samples = s.start_samples + c.epochs * c.samples_per_epoch;
-        nn::write_snapshot(snap_path, run.snapshot(static_cast<uint64_t>(r.steps), static_cast<uint64_t>(samples),
-                                                   s.spec.seed));
-        std::printf("%s: %lld local steps, %zu exchanges; compute %.1f s, exchanges and epoch sums %.1f s; last spread "
-                    "%.4g; the learners' average in %s\n",
-                    protocol.name().c_str(), static_cast<long long>(r.steps), r.peers.size(), r.compute_s, r.wait_s,
-                    r.spreads.empty() ? 0.0 : r.spreads.back(), snap_path.c_str());
-        std::fflush(stdout);
+    if (s.resume) {
+        std::ifstream old(peers_path);
+        std::string line;
+        while (std::getline(old, line))
+            if (std::atoll(line.c_str()) <= before) peers += line + "\n";
     }
+    const int64_t first_exchange = before / o.tau + 1;
+    for (size_t i = 0; i < r.peers.size(); ++i)
+        peers += std::to_string((first_exchange + static_cast<int64_t>(i)) * o.tau) + " " + std::to_string(r.peers[i]) +
+                 "\n";
+    nn::write_file_atomically(peers_path.string(), peers);
+    if (rank != kPsRank) return 0;
+    if (r.stopped) {
+        say(protocol.name() + ": stopped by a signal after epoch " + std::to_string(r.epoch) +
+            "; go on with: rudra dist --resume " + o.output);
+        return kExitStopped;
+    }
+    std::copy(r.average.begin(), r.average.end(), params.values());
+    const std::string snap_path = (fs::path(o.output) / "final.rudra").string();
+    const int64_t samples = r.epoch * samples_per_epoch;
+    nn::write_snapshot(snap_path, run.snapshot(static_cast<uint64_t>(before + r.steps), static_cast<uint64_t>(samples),
+                                               s.spec.seed));
+    std::printf("%s: %lld local steps, %zu exchanges; compute %.1f s, exchanges and epoch sums %.1f s; last spread "
+                "%.4g; the learners' average in %s\n",
+                protocol.name().c_str(), static_cast<long long>(r.steps), r.peers.size(), r.compute_s, r.wait_s,
+                r.spreads.empty() ? 0.0 : r.spreads.back(), snap_path.c_str());
+    std::fflush(stdout);
+    return 0;
 }
 
 }  // namespace rudra::tools::dist_run

@@ -4,6 +4,7 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <thread>
@@ -35,9 +36,18 @@ struct Setup {
     int64_t start_samples = 0;
     // --resume: the checkpoint (its settings are already in the options).
     std::optional<DistCheckpoint> resume;
+    // True once a signal has asked the run to stop (with a checkpoint).
+    std::function<bool()> stop_requested;
 
     const nn::LayerSpec& train_layer() const { return *spec.net.data_layer(nn::Phase::Train); }  // read_setup checks it
 };
+
+// --checkpoint-every: "N" updates, "Ns" seconds, "Nm" minutes, "0" none.
+struct CheckpointEvery {
+    int64_t updates = 0;
+    double seconds = 0.0;
+};
+CheckpointEvery parse_checkpoint_every(const std::string& text);
 
 std::string utc_now();
 void say(const std::string& line);  // a line on stdout, flushed
@@ -57,21 +67,23 @@ auto slowed(Compute compute, double factor) {
     };
 }
 
-// Local SGD steps on `run`'s solver over `prefetch`'s mini-batches, slowed `straggle` times.
-dist::LocalSgdWork local_sgd_work(session::TrainingSession& run, data::Prefetcher& prefetch, double straggle);
+// Local SGD steps on `run`'s solver over `prefetch`'s mini-batches, slowed `straggle` times; the
+// solver's iteration count starts at `first_step`.
+dist::LocalSgdWork local_sgd_work(session::TrainingSession& run, data::Prefetcher& prefetch, double straggle,
+                                  int64_t first_step = 0);
 
 // The statistics server; the learner of the PS protocols (EASGD's included); the all-reduce and
-// gossip learners.
+// gossip learners (the first of which returns the run's exit code).
 void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
                const data::TrainTest& sets, dist::Heartbeat& heartbeat);
 void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
                       const data::TrainTest& sets, const Binding& binding, double straggle);
-void run_allreduce_role(const DistOptions& o, const Setup& s, dist::Transport& t, dist::SumGroup& group,
-                        const data::TrainTest& sets, const Binding& binding, dist::Heartbeat& heartbeat,
-                        double straggle);
-void run_gossip_role(const DistOptions& o, const Setup& s, dist::Transport& t, dist::SumGroup& group,
-                     const dist::Protocol& protocol, const data::TrainTest& sets, const Binding& binding,
-                     dist::Heartbeat& heartbeat, double straggle);
+int run_allreduce_role(const DistOptions& o, const Setup& s, dist::Transport& t, dist::SumGroup& group,
+                       const data::TrainTest& sets, const Binding& binding, dist::Heartbeat& heartbeat,
+                       double straggle);
+int run_gossip_role(const DistOptions& o, const Setup& s, dist::Transport& t, dist::SumGroup& group,
+                    const dist::Protocol& protocol, const data::TrainTest& sets, const Binding& binding,
+                    dist::Heartbeat& heartbeat, double straggle);
 // A decentralized run's learners: rank 0 and ranks 2.. (rank 1 is the statistics server).
 std::vector<int> decentralized_learner_ranks(int size);
 
