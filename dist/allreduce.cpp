@@ -6,6 +6,7 @@
 
 #include "dist/learner.h"
 #include "dist/messages.h"
+#include "dist/traffic.h"
 
 namespace rudra::dist {
 
@@ -97,6 +98,7 @@ AllreduceSummary run_allreduce_learner(Transport& t, SumGroup& group, const Allr
     const KeepWaiting keep_waiting = watch.keep_waiting();
     AllreduceSummary sum;
     StatsReporter reports(t, cfg.stats_rank, cfg.report_every);
+    reports.count_sums(&group);
     int64_t samples = cfg.start_samples, epoch = samples / cfg.samples_per_epoch, epochs_sent = 0;
     const auto gone = [&] {
         if (root) report_lost_peer(t, cfg.stats_rank, watch.lost(), lambda - 1, epoch, cfg.start_steps + sum.steps, elapsed());
@@ -111,6 +113,7 @@ AllreduceSummary run_allreduce_learner(Transport& t, SumGroup& group, const Allr
         h.elapsed_s = elapsed();
         h.final = samples >= total ? 1 : 0;
         h.replay = replay ? 1 : 0;
+        h.traffic = traffic_report(t, &group);
         pack(out, h, work.weights(), work.param_floats);
         t.send(cfg.stats_rank, kEpochWeights, out.data(), out.size());
         ++epochs_sent;

@@ -28,6 +28,18 @@ public:
     // Returns true when every posted sum is complete, false when keep_waiting said stop first
     // (a member is gone: the group cannot be used again).
     virtual bool wait_all(const KeepWaiting& keep_waiting = {}) = 0;
+    // The sums this member has posted and the bytes it contributed to them (the traffic counters).
+    int64_t sums_posted() const { return sums_posted_; }
+    int64_t sum_bytes() const { return sum_bytes_; }
+
+protected:
+    void count_sum(size_t floats) {
+        ++sums_posted_;
+        sum_bytes_ += static_cast<int64_t>(floats * sizeof(float));
+    }
+
+private:
+    int64_t sums_posted_ = 0, sum_bytes_ = 0;
 };
 
 using FloatRange = std::pair<size_t, size_t>;  // [begin, end) of the gradient arena

@@ -12,6 +12,7 @@
 
 #include "dist/learner.h"
 #include "dist/messages.h"
+#include "dist/traffic.h"
 
 namespace rudra::dist {
 namespace {
@@ -123,6 +124,7 @@ GossipSummary run_gossip_learner(Transport& t, SumGroup& group, const GossipConf
     sum.epoch = cfg.first_epoch;
     int64_t boundary_steps = cfg.start_steps;  // each learner's steps at the last completed epoch
     StatsReporter reports(t, cfg.stats_rank, cfg.report_every);
+    reports.count_sums(&group);
     const bool root = me == 0;
     int64_t epochs_sent = 0;
     const auto started = Clock::now();
@@ -139,6 +141,7 @@ GossipSummary run_gossip_learner(Transport& t, SumGroup& group, const GossipConf
         h.elapsed_s = elapsed();
         h.final = epoch == cfg.epochs ? 1 : 0;
         h.replay = replay ? 1 : 0;
+        h.traffic = traffic_report(t, &group);
         h.has_spread = replay ? 0 : 1;
         h.spread = spread;
         pack(out, h, replay ? w : avg.data(), n);

@@ -13,6 +13,7 @@ bool InProcessTransport::send_while(int dest, int tag, const void* data, size_t 
         hub_.queues_.at(dest).push_back(std::move(m));
     }
     hub_.cv_.notify_all();
+    count_sent(tag, bytes);
     return true;  // buffered: always complete
 }
 
@@ -39,6 +40,7 @@ std::optional<Envelope> InProcessTransport::recv_while(int source, int tag, std:
             Envelope e{it->source, it->tag, it->bytes.size()};
             buf.swap(it->bytes);
             q.erase(it);
+            count_received(e.tag, e.bytes);
             return e;
         }
         if (!keep_waiting) {
@@ -51,6 +53,7 @@ std::optional<Envelope> InProcessTransport::recv_while(int source, int tag, std:
 }
 
 void InProcessSumGroup::start(float* data, size_t count) {
+    count_sum(count);
     std::lock_guard<std::mutex> lock(hub_.mu_);
     InProcessSumHub::Op& op = hub_.ops_[next_++];
     if (op.data.empty()) {

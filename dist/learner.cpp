@@ -8,6 +8,7 @@
 
 #include "dist/messages.h"
 #include "dist/ps_client.h"
+#include "dist/traffic.h"
 #include "kernels/aligned_buffer.h"
 
 namespace rudra::dist {
@@ -121,8 +122,8 @@ public:
 private:
     // Totals for the statistics server (the compute loop writes compute_s and wait_s).
     LearnerReport take_report(bool done) {
-        const LearnerReport r{loss_sum_, loss_count_, summary_.compute_s, summary_.wait_s, summary_.minibatches,
-                              done ? 1 : 0};
+        const LearnerReport r{loss_sum_,           loss_count_,  summary_.compute_s, summary_.wait_s,
+                              summary_.minibatches, done ? 1 : 0, traffic_report(t_)};
         loss_sum_ = 0.0;
         loss_count_ = 0;
         return r;
@@ -249,7 +250,7 @@ void StatsReporter::finish(int64_t minibatches, double compute_s, double wait_s)
 }
 
 void StatsReporter::send(int64_t minibatches, double compute_s, double wait_s, bool done) {
-    const LearnerReport r{loss_sum_, loss_count_, compute_s, wait_s, minibatches, done ? 1 : 0};
+    const LearnerReport r{loss_sum_, loss_count_, compute_s, wait_s, minibatches, done ? 1 : 0, traffic_report(t_, sums_)};
     t_.send(stats_rank_, kLearnerReport, &r, sizeof r);
     loss_sum_ = 0.0;
     loss_count_ = 0;

@@ -12,6 +12,8 @@
 
 namespace rudra::dist {
 
+class SumGroup;
+
 struct LearnerConfig {
     int ps_rank = 0;
     int stats_rank = 1;
@@ -52,11 +54,13 @@ public:
     // After mini-batch number `minibatches` (from 1); the totals so far go with each report.
     void minibatch_done(double loss, int64_t minibatches, double compute_s, double wait_s, bool last = false);
     void finish(int64_t minibatches, double compute_s, double wait_s);  // the last report
+    void count_sums(const SumGroup* sums) { sums_ = sums; }  // their bytes go with the traffic
 
 private:
     void send(int64_t minibatches, double compute_s, double wait_s, bool done);
     Transport& t_;
     int stats_rank_, every_;
+    const SumGroup* sums_ = nullptr;
     double loss_sum_ = 0.0;
     int64_t loss_count_ = 0;
 };

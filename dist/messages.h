@@ -42,6 +42,13 @@ struct GradientHeader {
     double loss;
 };
 
+// A rank's traffic so far (dist/traffic.h), inside the messages it sends the statistics server.
+struct TrafficReport {
+    int64_t sent_messages, sent_bytes, received_messages, received_bytes;  // point to point
+    int64_t sums, sum_bytes;                // posted to the learners' sums (all-reduce, gossip)
+    int64_t weight_replies, empty_replies;  // the PS's replies to pulls: with weights, or "nothing newer"
+};
+
 struct LearnerReport {
     double loss_sum;      // since the previous report
     int64_t loss_count;
@@ -49,6 +56,7 @@ struct LearnerReport {
     double wait_s;
     int64_t minibatches;
     int64_t done;         // 1 on the last report
+    TrafficReport traffic;
 };
 
 struct EpochWeightsHeader {
@@ -62,6 +70,7 @@ struct EpochWeightsHeader {
     int64_t replay;          // 1: sent again by a resumed run (logged only if the metrics lack it)
     int64_t has_spread;      // 1: decentralized learners; `spread` is their models' largest distance from the average
     double spread;
+    TrafficReport traffic;   // the sender's (rank 0's) so far
 };
 
 struct LearnerLost {

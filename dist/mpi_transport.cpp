@@ -87,6 +87,7 @@ bool MpiTransport::send_while(int dest, int tag, const void* data, size_t bytes,
     if (bytes > static_cast<size_t>(INT_MAX)) throw std::runtime_error("message larger than 2 GiB");
     MPI_Request req;
     check(MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, dest, tag, MPI_COMM_WORLD, &req), "MPI_Isend", dest);
+    count_sent(tag, bytes);
     return complete(policy_, req, dest, keep_waiting);
 }
 
@@ -124,6 +125,7 @@ std::optional<Envelope> MpiTransport::recv_while(int source, int tag, std::vecto
         throw PeerError(from, "a message of " + std::to_string(count) + " bytes from rank " + std::to_string(from) +
                                   " stopped arriving");
     }
+    count_received(status.MPI_TAG, static_cast<size_t>(count));
     return Envelope{status.MPI_SOURCE, status.MPI_TAG, static_cast<size_t>(count)};
 }
 
@@ -148,6 +150,7 @@ MpiSumGroup::~MpiSumGroup() {
 void MpiSumGroup::start(float* data, size_t count) {
     if (comm_ == MPI_COMM_NULL) throw std::logic_error("MpiSumGroup: this rank is not a member");
     if (count > static_cast<size_t>(INT_MAX)) throw std::runtime_error("all-reduce bucket larger than 2^31 floats");
+    count_sum(count);
     MPI_Request req;
     check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm_, &req),
           "MPI_Iallreduce", kAnySource);

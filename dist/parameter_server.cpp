@@ -7,6 +7,7 @@
 #include <string>
 
 #include "dist/messages.h"
+#include "dist/traffic.h"
 
 namespace rudra::dist {
 namespace {
@@ -55,6 +56,7 @@ bool ParameterServer::send_out(int rank, int tag) {
 void ParameterServer::reply(int rank, int64_t have_ts) {
     const int64_t ts = rule_.timestamp();
     const bool newer = ts > have_ts;
+    ++(newer ? weight_replies_ : empty_replies_);
     pack(out_, WeightsReply{ts, newer ? 1 : 0, 0}, newer ? params_.values() : nullptr, newer ? params_.size() : 0);
     if (!send_out(rank, kWeightsReply)) check_peers();
 }
@@ -73,6 +75,9 @@ void ParameterServer::send_epoch_weights(int64_t epoch, bool final, bool replay)
     if (!replay) rule_.staleness().take_epoch(h.staleness_mean, h.staleness_max);
     h.final = final ? 1 : 0;
     h.replay = replay ? 1 : 0;
+    h.traffic = traffic_report(t_);
+    h.traffic.weight_replies = weight_replies_;
+    h.traffic.empty_replies = empty_replies_;
     if (stats_lost_) return;
     pack(out_, h, params_.values(), params_.size());
     if (!send_out(config_.stats_rank, kEpochWeights)) check_peers();

@@ -101,6 +101,7 @@ private:
     std::vector<Learner> learners_;
     bool stopping_ = false, stats_lost_ = false;
     int64_t epoch_ = 0;
+    int64_t weight_replies_ = 0, empty_replies_ = 0;  // pulls answered with weights, and with "nothing newer"
     int64_t logged_epoch_ = 0;  // the statistics server has logged every epoch up to this one
     // The reason of a stopping checkpoint that waits for the statistics server to log the last
     // epoch ("" when none waits).

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "dist/messages.h"
+#include "dist/traffic.h"
 #include "kernels/aligned_buffer.h"
 
 namespace rudra::dist {
@@ -25,6 +26,7 @@ void run_stats_server(Transport& t, const StatsConfig& cfg, const std::function<
     kernels::AlignedBuffer weights(cfg.param_floats);
     std::vector<double> compute_s(t.size(), 0.0), wait_s(t.size(), 0.0);  // by rank
     std::vector<char> finished(t.size(), 0);  // by rank: its last report came, or it was lost
+    std::vector<TrafficReport> traffic(t.size(), TrafficReport{});  // by rank: the latest it sent
     double loss_sum = 0.0;
     int64_t loss_count = 0, prev_samples = cfg.start_samples;
     double prev_elapsed = cfg.start_elapsed_s;
@@ -57,6 +59,7 @@ void run_stats_server(Transport& t, const StatsConfig& cfg, const std::function<
             loss_count += r.loss_count;
             compute_s.at(static_cast<size_t>(e.source)) = r.compute_s;  // totals: keep the latest
             wait_s.at(static_cast<size_t>(e.source)) = r.wait_s;
+            traffic.at(static_cast<size_t>(e.source)) = r.traffic;
             if (r.done) finish(e.source);
             continue;
         }
@@ -88,6 +91,7 @@ void run_stats_server(Transport& t, const StatsConfig& cfg, const std::function<
         if (e.tag != kEpochWeights)
             throw std::runtime_error("statistics server: unexpected message tag " + std::to_string(e.tag));
         const auto h = unpack_header<EpochWeightsHeader>(in);
+        traffic.at(static_cast<size_t>(e.source)) = h.traffic;
         if (h.replay && h.epoch <= cfg.last_logged_epoch) {  // already in the metrics
             tell_ps(kEpochLogged, h.epoch);
             continue;
@@ -117,6 +121,7 @@ void run_stats_server(Transport& t, const StatsConfig& cfg, const std::function<
             {"overlap_ratio", std::round((compute + wait > 0 ? compute / (compute + wait) : 0.0) * 1e4) / 1e4}};
         if (!h.replay) line.erase("replayed");
         if (h.has_spread) line["spread"] = significant(h.spread, 4);
+        line["rank0_traffic"] = traffic_json(h.traffic);
         log(line);
         tell_ps(kEpochLogged, h.epoch);
         if (cfg.on_epoch) cfg.on_epoch(line);
@@ -126,6 +131,18 @@ void run_stats_server(Transport& t, const StatsConfig& cfg, const std::function<
         prev_elapsed = h.elapsed_s;
         final_seen = final_seen || h.final;
     }
+    // Every rank's traffic, as of the last message it sent here (this rank's: now).
+    traffic.at(static_cast<size_t>(t.rank())) = traffic_report(t);
+    nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+    for (int r = 0; r < t.size(); ++r) {
+        nlohmann::ordered_json one{{"rank", r},
+                                   {"role", r == t.rank()         ? "statistics server"
+                                            : r == cfg.ps_rank && cfg.has_ps ? "parameter server"
+                                                                             : "learner"}};
+        one.update(traffic_json(traffic[static_cast<size_t>(r)]));
+        ranks.push_back(one);
+    }
+    log(nlohmann::ordered_json{{"event", "traffic"}, {"ranks", ranks}});
     t.send(cfg.ps_rank, kStatsDone, nullptr, 0);
 }
 

@@ -20,6 +20,7 @@ struct TestResult {
 
 struct StatsConfig {
     int ps_rank = 0;
+    bool has_ps = true;  // false: rank ps_rank is the first learner of a decentralized run
     int learners = 1;
     size_t param_floats = 0;
     std::string protocol;

@@ -1,8 +1,11 @@
 // Point-to-point messages between ranks. Two implementations: MPI (the real one) and an
 // in-process hub used by unit tests of the protocol logic.
 #pragma once
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <stdexcept>
@@ -29,6 +32,11 @@ public:
 
 private:
     int peer_;
+};
+
+// Point-to-point messages and their bytes (payloads, without MPI's envelopes), both ways.
+struct TrafficCounts {
+    int64_t sent_messages = 0, sent_bytes = 0, received_messages = 0, received_bytes = 0;
 };
 
 struct Envelope {
@@ -61,6 +69,39 @@ public:
     // rank finishes loading its data).
     virtual bool barrier_while(const KeepWaiting& keep_waiting) = 0;
     void barrier() { barrier_while({}); }
+
+    // The messages sent (posted) and received so far, of the tags `counted` accepts (empty: all).
+    // Kept by tag with relaxed atomics: the counting costs next to nothing, and any thread may ask.
+    TrafficCounts traffic(const std::function<bool(int tag)>& counted = {}) const;
+
+protected:
+    void count_sent(int tag, size_t bytes) { count(sent_, tag, bytes); }
+    void count_received(int tag, size_t bytes) { count(received_, tag, bytes); }
+
+private:
+    static constexpr int kCountedTags = 32;  // tags above share the last slot
+    struct PerTag {
+        std::array<std::atomic<int64_t>, kCountedTags> messages{}, bytes{};
+    };
+    static void count(PerTag& c, int tag, size_t bytes) {
+        const size_t slot = static_cast<size_t>(tag < 0 ? 0 : tag < kCountedTags ? tag : kCountedTags - 1);
+        c.messages[slot].fetch_add(1, std::memory_order_relaxed);
+        c.bytes[slot].fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
+    }
+    PerTag sent_, received_;
 };
+
+inline TrafficCounts Transport::traffic(const std::function<bool(int tag)>& counted) const {
+    TrafficCounts c;
+    for (int tag = 0; tag < kCountedTags; ++tag) {
+        if (counted && !counted(tag)) continue;
+        const auto i = static_cast<size_t>(tag);
+        c.sent_messages += sent_.messages[i].load(std::memory_order_relaxed);
+        c.sent_bytes += sent_.bytes[i].load(std::memory_order_relaxed);
+        c.received_messages += received_.messages[i].load(std::memory_order_relaxed);
+        c.received_bytes += received_.bytes[i].load(std::memory_order_relaxed);
+    }
+    return c;
+}
 
 }  // namespace rudra::dist

@@ -168,7 +168,8 @@ struct SystemResult {
     std::vector<float> weights;
     PsResult ps;
     StalenessStats staleness{0};
-    std::vector<std::string> epoch_lines;
+    std::vector<std::string> epoch_lines;  // every line but the last, "traffic" one
+    nlohmann::ordered_json traffic;
     std::vector<LearnerSummary> learners;
     int64_t finished_at_update = -1;  // when the PS's `finished` hook ran
 };
@@ -214,7 +215,10 @@ SystemResult run_system(const Protocol& proto, int lambda, bool overlap, nn::Par
         sc.protocol = proto.name();
         run_stats_server(
             t, sc, [](const float*) { return TestResult{0.5, 1.0}; },
-            [&](const nlohmann::ordered_json& line) { out.epoch_lines.push_back(line.dump()); });
+            [&](const nlohmann::ordered_json& line) {
+                if (line.value("event", "") == "traffic") out.traffic = line;
+                else out.epoch_lines.push_back(line.dump());
+            });
     });
     InProcessTransport t(hub, 0);
     PsConfig pc;
@@ -305,6 +309,23 @@ TEST_CASE("whole system on the in-process transport: every protocol and mode con
         if (proto.synchronous()) CHECK(r.staleness.max() == 0);
         for (float w : std::vector<float>(r.weights.begin(), r.weights.begin() + 5)) CHECK(w == doctest::Approx(3.0).epsilon(0.05));
         for (const auto& s : r.learners) CHECK(s.minibatches > 0);
+        // Traffic: every rank's, in a last line; the PS took every gradient as one message of the
+        // whole arena, and answered pulls with weights or "nothing newer"; rank 0's with each epoch.
+        const auto& ranks = r.traffic.at("ranks");
+        REQUIRE(ranks.size() == size_t(lambda + 2));
+        CHECK(ranks[0].at("role") == "parameter server");
+        CHECK(ranks[1].at("role") == "statistics server");
+        CHECK(ranks[2].at("role") == "learner");
+        const int64_t gradients = r.staleness.gradients();
+        CHECK(ranks[0].at("received_messages").get<int64_t>() >= gradients);
+        CHECK(ranks[0].at("received_bytes").get<int64_t>() >= gradients * int64_t(params.size() * sizeof(float)));
+        CHECK(ranks[0].at("weight_replies").get<int64_t>() >= r.ps.updates / 2);
+        CHECK(ranks[0].contains("empty_replies"));
+        int64_t learner_messages = 0;
+        for (int l = 0; l < lambda; ++l) learner_messages += ranks[2 + l].at("sent_messages").get<int64_t>();
+        CHECK(learner_messages >= gradients);  // each learner's last report follows its last gradient
+        CHECK(ranks[1].at("received_messages").get<int64_t>() >= 3);
+        CHECK(r.epoch_lines.back().find("\"rank0_traffic\":{\"sent_messages\":") != std::string::npos);
     }
 }
 

@@ -127,6 +127,7 @@ void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, const d
     if (!o.straggler.empty()) start["straggler"] = o.straggler;
     log.write(start);
     sc.ps_rank = kPsRank;
+    sc.has_ps = protocol.has_parameter_server();
     sc.learners = lambda;
     sc.param_floats = run.params().size();
     sc.protocol = protocol.name();
