@@ -5,6 +5,7 @@
 #include <exception>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "dist/messages.h"
 #include "dist/ps_client.h"
@@ -35,10 +36,12 @@ struct Sync {
 };
 
 // pullWeights: on request, asks the PS for weights newer than the learner's and leaves them in
-// its buffer, which the compute loop reads only while no pull is in flight.
+// its communication buffer, which the compute loop takes only while no pull is in flight: by a
+// pointer swap (the model then computes on that buffer, and the next pull fills the other one,
+// which the model no longer reads) or by a copy.
 class PullWorker {
 public:
-    PullWorker(PsClient& ps, Sync& sync, size_t floats) : ps_(ps), sync_(sync), weights_(floats) {}
+    PullWorker(PsClient& ps, Sync& sync, size_t floats) : ps_(ps), sync_(sync), a_(floats), b_(floats) {}
     void start() { thread_ = std::thread([this] { run(); }); }
     void join() { thread_.join(); }
 
@@ -50,10 +53,16 @@ public:
         requested_ = in_flight_ = true;
         sync_.cv.notify_all();
     }
-    // Weights a finished pull brought: loads them and sets `ts` to their timestamp.
-    void take(const std::function<void(const float*)>& load, int64_t& ts) {
+    // Weights a finished pull brought: hands them to the model and sets `ts` to their timestamp.
+    void take(const LearnerWork& work, int64_t& ts) {
         if (in_flight_ || !fresh_) return;
-        load(weights_.data());
+        if (work.use_weights) {
+            work.use_weights(comm_);
+            std::swap(comm_, compute_);  // the next pull fills the buffer the model has left
+            if (!comm_) comm_ = compute_ == a_.data() ? b_.data() : a_.data();
+        } else {
+            work.load_weights(comm_);
+        }
         ts = ts_;
         fresh_ = false;
     }
@@ -71,7 +80,7 @@ private:
                     have_ts = have_ts_;
                     min_ts = min_ts_;
                 }
-                const PsClient::Pulled p = ps_.pull(have_ts, min_ts, weights_.data());
+                const PsClient::Pulled p = ps_.pull(have_ts, min_ts, comm_);
                 std::lock_guard<std::mutex> lock(sync_.mu);
                 if (p.stop) sync_.stop = true;
                 if (p.fresh) {
@@ -89,7 +98,9 @@ private:
 
     PsClient& ps_;
     Sync& sync_;
-    kernels::AlignedBuffer weights_;
+    kernels::AlignedBuffer a_, b_;
+    float* comm_ = a_.data();       // the next pull's target
+    float* compute_ = nullptr;      // the buffer the model reads (swap only)
     bool requested_ = false, in_flight_ = false, fresh_ = false;
     int64_t have_ts_ = -1, min_ts_ = 0, ts_ = -1;
     std::thread thread_;
@@ -194,9 +205,8 @@ LearnerSummary run_learner(Transport& t, const LearnerConfig& cfg, const Learner
     // The compute loop, as the paper describes the learner. Take the newest weights a pull
     // brought, and start the next pull (hardsync: for the timestamp after the last gradient
     // pushed). Rudra-base waits for its answer; the overlap mode of Rudra-adv* computes on the
-    // weights it holds while the pull runs (the pointer swap of the paper is a copy here: the
-    // net's layers are bound to its own parameter arena). Compute a gradient; hand it to the
-    // push worker once the previous one has left.
+    // weights it holds while the pull runs, and takes new ones by a pointer swap between two
+    // buffers. Compute a gradient; hand it to the push worker once the previous one has left.
     int64_t compute_ts = -1, last_pushed_ts = -1;
     auto wait = [&](std::unique_lock<std::mutex>& lock, auto&& ready) {
         const auto t0 = Clock::now();
@@ -206,11 +216,11 @@ LearnerSummary run_learner(Transport& t, const LearnerConfig& cfg, const Learner
     try {
         for (;;) {
             std::unique_lock<std::mutex> lock(sync.mu);
-            pull.take(work.load_weights, compute_ts);
+            pull.take(work, compute_ts);
             if (!pull.in_flight()) pull.request(compute_ts, cfg.synchronous ? last_pushed_ts + 1 : 0);
             if (!cfg.overlap || cfg.synchronous || compute_ts < 0) {
                 wait(lock, [&] { return !pull.in_flight() || sync.stop; });
-                pull.take(work.load_weights, compute_ts);
+                pull.take(work, compute_ts);
             }
             if (sync.stop) break;
             lock.unlock();

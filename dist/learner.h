@@ -25,7 +25,10 @@ struct LearnerConfig {
 // The engine side, supplied by the caller: load weights into the net, compute one mini-batch.
 struct LearnerWork {
     size_t param_floats = 0;
-    std::function<void(const float* weights)> load_weights;
+    std::function<void(const float* weights)> load_weights;  // copies pulled weights into the model
+    // When set, used instead of load_weights: the model reads its weights from `weights` from the
+    // next compute on (the paper's pointer swap); the buffer is left alone until the next call.
+    std::function<void(float* weights)> use_weights;
     std::function<double()> compute;  // returns the loss; the gradient is in `gradients`
     const float* gradients = nullptr;
 };

@@ -41,6 +41,9 @@ public:
         param_views_ = std::move(params);
         scratch_ = scratch;
     }
+    // Points parameter i's values elsewhere (Net::bind_values); its gradient stays. Layers read
+    // the views at every pass and keep nothing derived from the values between passes.
+    void rebind_values(size_t i, float* data) { param_views_.at(i).data = data; }
 
     virtual void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top) = 0;
     virtual void backward(const std::vector<Blob*>& top, const std::vector<bool>& propagate_down,

@@ -203,11 +203,19 @@ Net::Net(const NetSpec& spec, const NetOptions& opt, ParamStore* shared) {
         for (size_t i = 0; i < e.layer->params().size(); ++i) {
             const ParamEntry* pe = params_->find(e.layer->name(), static_cast<int>(i));
             views.push_back({params_->values() + pe->offset, params_->grads() + pe->offset});
+            e.param_offsets.push_back(pe->offset);
         }
         e.layer->bind(std::move(views), scratch_arena_.data() + e.scratch_offset);
         for (int b : e.bottoms) e.bottom_ptrs.push_back(&blobs_[b]);
         for (int t : e.tops) e.top_ptrs.push_back(&blobs_[t]);
     }
+    bound_values_ = params_->values();
+}
+
+void Net::bind_values(float* arena) {
+    bound_values_ = arena ? arena : params_->values();
+    for (auto& e : layers_)
+        for (size_t i = 0; i < e.param_offsets.size(); ++i) e.layer->rebind_values(i, bound_values_ + e.param_offsets[i]);
 }
 
 void Net::forward_layer(size_t i) {

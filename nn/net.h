@@ -55,6 +55,12 @@ public:
     ParamStore& params() { return *params_; }
     const ParamStore& params() const { return *params_; }
 
+    // The pointer swap of the paper's learners: the layers read their parameters from `arena`
+    // (laid out as params().values(), of params().size() floats) from the next pass on, without a
+    // copy; null binds them back to params().values(). Gradients stay in params().grads().
+    void bind_values(float* arena);
+    const float* bound_values() const { return bound_values_; }
+
 private:
     struct LayerEntry {
         std::unique_ptr<Layer> layer;
@@ -64,6 +70,7 @@ private:
         float loss_weight = 0.0f;
         bool needs_backward = false;
         size_t scratch_offset = 0;
+        std::vector<size_t> param_offsets;  // each parameter's place in the arena
     };
 
     int add_blob(const std::string& name, const Shape& shape, const std::string& where);
@@ -74,6 +81,7 @@ private:
     std::vector<bool> blob_needs_backward_;
     std::unique_ptr<ParamStore> own_params_;
     ParamStore* params_ = nullptr;
+    float* bound_values_ = nullptr;  // the arena the layers read their parameters from
     kernels::AlignedBuffer data_arena_, diff_arena_, scratch_arena_;
     TransformSpec transform_;
     bool has_transform_ = false;

@@ -3,6 +3,11 @@
 #include <cmath>
 
 namespace rudra::nn {
+namespace {
+// Blobs this large are updated by the OpenMP team (a parameter server's 61M-parameter layers);
+// smaller ones by one thread, where starting the team would cost more than it saves.
+constexpr long kParallelFloats = 1L << 18;
+}  // namespace
 
 Solver::Solver(const SolverSpec& spec, ParamStore& params)
     : spec_(spec), params_(params), history_(params.size()) {}
@@ -22,14 +27,14 @@ void Solver::apply(const float* grads, int64_t iter, float lr_scale, float momen
         const float decay = static_cast<float>(spec_.weight_decay) * e.decay_mult;
         switch (spec_.type) {
             case SolverType::SGD:
-#pragma omp simd
+#pragma omp parallel for simd if (n >= kParallelFloats) schedule(static)
                 for (long i = 0; i < n; ++i) {
                     h[i] = momentum * h[i] + lr * (g[i] + decay * w[i]);
                     w[i] -= h[i];
                 }
                 break;
             case SolverType::Nesterov:
-#pragma omp simd
+#pragma omp parallel for simd if (n >= kParallelFloats) schedule(static)
                 for (long i = 0; i < n; ++i) {
                     const float prev = h[i];
                     h[i] = momentum * h[i] + lr * (g[i] + decay * w[i]);
@@ -37,7 +42,7 @@ void Solver::apply(const float* grads, int64_t iter, float lr_scale, float momen
                 }
                 break;
             case SolverType::AdaGrad:
-#pragma omp simd
+#pragma omp parallel for simd if (n >= kParallelFloats) schedule(static)
                 for (long i = 0; i < n; ++i) {
                     const float gi = g[i] + decay * w[i];
                     h[i] += gi * gi;

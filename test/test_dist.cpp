@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <future>
+#include <set>
 #include <thread>
 
 #include "data/batch_stream.h"
@@ -421,6 +422,8 @@ TEST_CASE("update rule state: a restored rule goes on exactly as the original") 
 }
 
 TEST_CASE("hardsync: lambda learners of mini-batch mu equal one learner of mini-batch lambda*mu on the same samples") {
+  for (const bool swap : {false, true}) {  // learners take pulled weights by a copy, or by the pointer swap
+    CAPTURE(swap);
     const std::string text = test::kSmallConvNet;
     const int lambda = 3, mu = 4, updates = 6;
     data::Dataset d = test::small_dataset(50);
@@ -452,6 +455,7 @@ TEST_CASE("hardsync: lambda learners of mini-batch mu equal one learner of mini-
         nn::Net& net = *nets[l];
         w.param_floats = net.params().size();
         w.load_weights = [&net](const float* p) { std::copy(p, p + net.params().size(), net.params().values()); };
+        if (swap) w.use_weights = [&net](float* p) { net.bind_values(p); };
         w.compute = [&net, &streams, l] {
             const data::Batch& b = streams[l]->next();
             std::copy(b.data.begin(), b.data.end(), net.input_data().data);
@@ -499,6 +503,85 @@ TEST_CASE("hardsync: lambda learners of mini-batch mu equal one learner of mini-
     CAPTURE(max_change);
     CHECK(max_change > 1e-2);       // the runs did move the weights
     CHECK(max_diff < 1e-5);         // and agree up to reassociation
+  }
+}
+
+TEST_CASE("pointer swap: a net computes on the buffer it is bound to, whole, and on nothing else") {
+    nn::NetOptions o;
+    o.batch = 4;
+    o.data_chw = {1, 6, 6};
+    nn::Net net(nn::parse_net_spec(test::kSmallConvNet, "<swap>"), o);
+    const size_t n = net.params().size();
+    for (size_t i = 0; i < 4 * 36; ++i) net.input_data().data[i] = float(i % 7) / 7;
+    for (int i = 0; i < 4; ++i) net.input_label()->data[i] = float(i % 3);
+    // Two buffers of distinct constant weights; the net's own arena holds a third value.
+    std::vector<float> a(n, 0.01f), b(n, -0.02f);
+    std::fill(net.params().values(), net.params().values() + n, 0.5f);
+    auto scores = [&] {
+        net.forward();
+        const nn::Blob& s = net.blob("ip");
+        return std::vector<float>(s.data, s.data + s.count());
+    };
+    const std::vector<float> own = scores();
+    net.bind_values(a.data());
+    CHECK(net.bound_values() == a.data());
+    const std::vector<float> on_a = scores();
+    net.bind_values(b.data());
+    const std::vector<float> on_b = scores();
+    // The same as copying each buffer into the net's arena: nothing of the other buffer or of the
+    // arena is read.
+    net.bind_values(nullptr);
+    CHECK(net.bound_values() == net.params().values());
+    CHECK(scores() == own);
+    std::copy(a.begin(), a.end(), net.params().values());
+    CHECK(scores() == on_a);
+    std::copy(b.begin(), b.end(), net.params().values());
+    CHECK(scores() == on_b);
+    CHECK(on_a != on_b);
+    // Gradients stay in the arena's gradient buffer whatever the binding.
+    net.bind_values(a.data());
+    net.params().zero_grads();
+    net.backward();
+    CHECK(std::any_of(net.params().grads(), net.params().grads() + n, [](float g) { return g != 0.0f; }));
+    CHECK(std::all_of(a.begin(), a.end(), [](float v) { return v == 0.01f; }));  // read only
+}
+
+TEST_CASE("pointer swap in the overlap mode: the weights a gradient is computed on never change under it") {
+    const int lambda = 2;
+    const Protocol proto = Protocol::async(lambda);
+    nn::ParamStore params = vector_store(4096);
+    nn::Solver solver(plain_sgd(0.01), params);
+    std::vector<std::set<const float*>> buffers(lambda);
+    std::atomic<int> changed{0}, copies{0};
+    std::vector<const float*> bound(lambda, nullptr);
+    auto work = [&](int l) {
+        LearnerWork w;
+        w.param_floats = params.size();
+        w.load_weights = [&](const float*) { ++copies; };
+        w.use_weights = [&, l](float* p) {
+            bound[l] = p;
+            buffers[l].insert(p);
+        };
+        auto grad = std::make_shared<std::vector<float>>(params.size(), 1.0f);
+        w.gradients = grad->data();
+        w.compute = [&, l, grad] {
+            if (!bound[l]) return 0.0;
+            const std::vector<float> before(bound[l], bound[l] + params.size());
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));  // pulls run meanwhile
+            if (!std::equal(before.begin(), before.end(), bound[l])) ++changed;
+            return 0.0;
+        };
+        return w;
+    };
+    auto fut = std::async(std::launch::async, [&] {
+        return run_system(proto, lambda, /*overlap=*/true, params, solver, {}, 200, 1, work);
+    });
+    REQUIRE(fut.wait_for(std::chrono::seconds(60)) == std::future_status::ready);  // a hang fails
+    const SystemResult r = fut.get();
+    CHECK(r.ps.updates >= 100);
+    CHECK(changed.load() == 0);
+    CHECK(copies.load() == 0);
+    for (int l = 0; l < lambda; ++l) CHECK(buffers[l].size() == 2);  // two buffers, swapped
 }
 
 TEST_CASE("barrier: no rank passes before all have arrived; the wait policy follows the load") {

@@ -193,6 +193,7 @@ void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, 
     dist::LearnerWork work;
     work.param_floats = params.size();
     work.load_weights = [&](const float* w) { std::memcpy(params.values(), w, sizeof(float) * params.size()); };
+    work.use_weights = [&](float* w) { run.train_net().bind_values(w); };  // no copy
     work.compute = slowed([&]() { return run.compute_gradient(prefetch.next()); }, straggle);
     work.gradients = params.grads();
     dist::LearnerConfig lc;
