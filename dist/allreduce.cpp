@@ -6,6 +6,7 @@
 
 #include "dist/learner.h"
 #include "dist/messages.h"
+#include "dist/timeline.h"
 #include "dist/traffic.h"
 
 namespace rudra::dist {
@@ -125,13 +126,20 @@ AllreduceSummary run_allreduce_learner(Transport& t, SumGroup& group, const Allr
         const auto t0 = Clock::now();
         stop = cfg.stop_requested && cfg.stop_requested() ? 1.0f : 0.0f;
         group.start(&stop, 1);
-        const double loss = work.compute([&](size_t layer) {
-            buckets.layer_done(layer, send);
-            group.progress();
-        });
-        buckets.flush(send);
+        double loss;
+        {
+            const Span span(cfg.timeline, "compute (sums start as layers end)");
+            loss = work.compute([&](size_t layer) {
+                buckets.layer_done(layer, send);
+                group.progress();
+            });
+            buckets.flush(send);
+        }
         const auto t1 = Clock::now();
-        if (!group.wait_all(keep_waiting)) throw gone();
+        {
+            const Span span(cfg.timeline, "wait for sums");
+            if (!group.wait_all(keep_waiting)) throw gone();
+        }
         const auto t2 = Clock::now();
         for (size_t i = 0; i < work.param_floats; ++i) work.gradients[i] *= scale;
         work.apply(sum.steps);

@@ -16,6 +16,8 @@
 
 namespace rudra::dist {
 
+class Timeline;
+
 // Sums float buffers in place over a fixed group of ranks without blocking. Every member posts
 // the same sequence of sums; each result is the same, bit for bit, on every member.
 class SumGroup {
@@ -144,6 +146,7 @@ struct AllreduceConfig {
     // Learner 0 alone decides: every learner holds the same weights and solver history.
     int64_t checkpoint_every_steps = 0;
     double checkpoint_every_s = 0.0;
+    Timeline* timeline = nullptr;  // --timeline: compute and wait spans
     std::function<void(const std::string& reason, int64_t steps, int64_t samples, double elapsed_s)> checkpoint;
 };
 

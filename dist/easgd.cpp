@@ -6,6 +6,7 @@
 
 #include "dist/messages.h"
 #include "dist/ps_client.h"
+#include "dist/timeline.h"
 
 namespace rudra::dist {
 
@@ -29,12 +30,17 @@ LearnerSummary run_easgd_learner(Transport& t, const EasgdConfig& cfg, const Loc
         double loss_sum = 0.0;
         for (int k = 0; k < cfg.tau; ++k) {
             t0 = Clock::now();
-            const double loss = work.step();
+            double loss;
+            {
+                const Span span(cfg.timeline, "compute");
+                loss = work.step();
+            }
             sum.compute_s += since(t0);
             loss_sum += loss;
             reports.minibatch_done(loss, ++sum.minibatches, sum.compute_s, sum.wait_s);
         }
         t0 = Clock::now();
+        const Span span(cfg.timeline, "exchange with the centre");
         pulled = ps.pull(-1, 0, centre.data());
         if (!pulled.stop) {
             // The elastic force: both ends move by the same difference, towards each other.

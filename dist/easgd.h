@@ -13,12 +13,15 @@
 
 namespace rudra::dist {
 
+class Timeline;
+
 struct EasgdConfig {
     int ps_rank = 0;
     int stats_rank = 1;
     int tau = 1;        // local steps between exchanges with the centre
     float beta = 0.5f;  // moving rate, in (0, 1]
     int report_every = 10;  // local steps between loss reports to the statistics server
+    Timeline* timeline = nullptr;  // --timeline: compute and exchange spans
 };
 
 // Runs until the PS answers a pull with stop; returns the learner's times (wait: pulls and pushes).

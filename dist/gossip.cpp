@@ -12,6 +12,7 @@
 
 #include "dist/learner.h"
 #include "dist/messages.h"
+#include "dist/timeline.h"
 #include "dist/traffic.h"
 
 namespace rudra::dist {
@@ -158,12 +159,17 @@ GossipSummary run_gossip_learner(Transport& t, SumGroup& group, const GossipConf
                 break;
             }
             auto t0 = Clock::now();
-            const double loss = work.step();
+            double loss;
+            {
+                const Span span(cfg.timeline, "compute");
+                loss = work.step();
+            }
             sum.compute_s += seconds_since(t0);
             exchange.publish(w);
             ++sum.steps;
             if ((before + sum.steps) % cfg.tau == 0) {
                 t0 = Clock::now();
+                const Span span(cfg.timeline, cfg.mode == GossipMode::Pull ? "exchange (pull)" : "exchange (push)");
                 const int other = pick(rng);
                 const int idx = other >= me ? other + 1 : other;
                 const int rank = cfg.learner_ranks[static_cast<size_t>(idx)];
@@ -192,6 +198,7 @@ GossipSummary run_gossip_learner(Transport& t, SumGroup& group, const GossipConf
         // The epoch boundary (or a stop within the epoch): the average model and the spread, from
         // two sums over the learners.
         const auto t0 = Clock::now();
+        const Span span(cfg.timeline, "epoch boundary");
         std::copy(w, w + n, avg.begin());
         group.start(avg.data(), n);
         if (!group.wait_all(keep_waiting)) throw gone();

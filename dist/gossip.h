@@ -47,6 +47,7 @@ struct GossipConfig {
     bool replay_epoch = false;
     int report_every = 10;           // local steps between loss reports
     std::function<SilentPeer()> silent_peer;  // as AllreduceConfig's
+    Timeline* timeline = nullptr;             // --timeline: compute, exchange and epoch-sum spans
     // Asked on every learner before each local step: true ends its epoch there; then the learners
     // meet, and all stop when any of them was asked.
     std::function<bool()> stop_requested;

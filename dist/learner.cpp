@@ -9,6 +9,7 @@
 
 #include "dist/messages.h"
 #include "dist/ps_client.h"
+#include "dist/timeline.h"
 #include "dist/traffic.h"
 #include "kernels/aligned_buffer.h"
 
@@ -41,7 +42,8 @@ struct Sync {
 // which the model no longer reads) or by a copy.
 class PullWorker {
 public:
-    PullWorker(PsClient& ps, Sync& sync, size_t floats) : ps_(ps), sync_(sync), a_(floats), b_(floats) {}
+    PullWorker(PsClient& ps, Sync& sync, size_t floats, Timeline* timeline)
+        : ps_(ps), sync_(sync), timeline_(timeline), a_(floats), b_(floats) {}
     void start() { thread_ = std::thread([this] { run(); }); }
     void join() { thread_.join(); }
 
@@ -80,7 +82,11 @@ private:
                     have_ts = have_ts_;
                     min_ts = min_ts_;
                 }
-                const PsClient::Pulled p = ps_.pull(have_ts, min_ts, comm_);
+                PsClient::Pulled p;
+                {
+                    const Span span(timeline_, "pull", Lane::Pull);
+                    p = ps_.pull(have_ts, min_ts, comm_);
+                }
                 std::lock_guard<std::mutex> lock(sync_.mu);
                 if (p.stop) sync_.stop = true;
                 if (p.fresh) {
@@ -98,6 +104,7 @@ private:
 
     PsClient& ps_;
     Sync& sync_;
+    Timeline* timeline_;
     kernels::AlignedBuffer a_, b_;
     float* comm_ = a_.data();       // the next pull's target
     float* compute_ = nullptr;      // the buffer the model reads (swap only)
@@ -148,7 +155,10 @@ private:
                     sync_.cv.wait(lock, [&] { return pending_ || done_; });
                     if (!pending_) break;
                 }
-                ps_.push(message_);
+                {
+                    const Span span(cfg_.timeline, "push", Lane::Push);
+                    ps_.push(message_);
+                }
                 bool report;
                 LearnerReport r{};
                 {
@@ -197,7 +207,7 @@ LearnerSummary run_learner(Transport& t, const LearnerConfig& cfg, const Learner
     Sync sync;
     LearnerSummary summary;
     PsClient ps(t, cfg.ps_rank, work.param_floats);
-    PullWorker pull(ps, sync, work.param_floats);
+    PullWorker pull(ps, sync, work.param_floats, cfg.timeline);
     PushWorker push(t, ps, sync, cfg, summary);
     pull.start();
     push.start();
@@ -208,7 +218,8 @@ LearnerSummary run_learner(Transport& t, const LearnerConfig& cfg, const Learner
     // weights it holds while the pull runs, and takes new ones by a pointer swap between two
     // buffers. Compute a gradient; hand it to the push worker once the previous one has left.
     int64_t compute_ts = -1, last_pushed_ts = -1;
-    auto wait = [&](std::unique_lock<std::mutex>& lock, auto&& ready) {
+    auto wait = [&](std::unique_lock<std::mutex>& lock, const char* what, auto&& ready) {
+        const Span span(cfg.timeline, what);
         const auto t0 = Clock::now();
         sync.cv.wait(lock, ready);
         summary.wait_s += seconds(t0, Clock::now());
@@ -219,17 +230,21 @@ LearnerSummary run_learner(Transport& t, const LearnerConfig& cfg, const Learner
             pull.take(work, compute_ts);
             if (!pull.in_flight()) pull.request(compute_ts, cfg.synchronous ? last_pushed_ts + 1 : 0);
             if (!cfg.overlap || cfg.synchronous || compute_ts < 0) {
-                wait(lock, [&] { return !pull.in_flight() || sync.stop; });
+                wait(lock, "wait for weights", [&] { return !pull.in_flight() || sync.stop; });
                 pull.take(work, compute_ts);
             }
             if (sync.stop) break;
             lock.unlock();
             const auto t0 = Clock::now();
-            const double loss = work.compute();
+            double loss;
+            {
+                const Span span(cfg.timeline, "compute");
+                loss = work.compute();
+            }
             const double spent = seconds(t0, Clock::now());
             lock.lock();
             summary.compute_s += spent;
-            wait(lock, [&] { return push.idle() || sync.stop; });
+            wait(lock, "wait for push", [&] { return push.idle() || sync.stop; });
             if (sync.stop) break;
             push.hand_over(compute_ts, loss, work.gradients, work.param_floats);
             last_pushed_ts = compute_ts;

@@ -13,6 +13,7 @@
 namespace rudra::dist {
 
 class SumGroup;
+class Timeline;
 
 struct LearnerConfig {
     int ps_rank = 0;
@@ -20,6 +21,7 @@ struct LearnerConfig {
     bool overlap = false;
     bool synchronous = false;  // hardsync: wait for the timestamp after the last gradient pushed
     int report_every = 10;     // mini-batches between reports to the statistics server
+    Timeline* timeline = nullptr;  // --timeline: compute, wait, pull and push spans
 };
 
 // The engine side, supplied by the caller: load weights into the net, compute one mini-batch.

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "dist/messages.h"
+#include "dist/timeline.h"
 #include "dist/traffic.h"
 
 namespace rudra::dist {
@@ -56,6 +57,7 @@ bool ParameterServer::send_out(int rank, int tag) {
 void ParameterServer::reply(int rank, int64_t have_ts) {
     const int64_t ts = rule_.timestamp();
     const bool newer = ts > have_ts;
+    const Span span(config_.timeline, newer ? "reply with weights" : "reply: nothing newer");
     ++(newer ? weight_replies_ : empty_replies_);
     pack(out_, WeightsReply{ts, newer ? 1 : 0, 0}, newer ? params_.values() : nullptr, newer ? params_.size() : 0);
     if (!send_out(rank, kWeightsReply)) check_peers();
@@ -226,6 +228,7 @@ void ParameterServer::handle_learner(const Envelope& e, int index) {
                 throw std::runtime_error("PS: gradient of " + std::to_string(in_.size()) + " bytes from rank " +
                                          std::to_string(e.source) + " does not match the model");
             const float* grad = reinterpret_cast<const float*>(in_.data() + sizeof(GradientHeader));
+            const Span span(config_.timeline, "gradient (and update)");
             if (rule_.add_gradient(index, h.ts, grad)) after_update();
             break;
         }

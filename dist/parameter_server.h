@@ -21,6 +21,8 @@
 
 namespace rudra::dist {
 
+class Timeline;
+
 struct PsConfig {
     std::vector<int> learner_ranks;
     int stats_rank = 1;
@@ -34,6 +36,7 @@ struct PsConfig {
     // A resumed run whose checkpoint lies on an epoch boundary sends that epoch's weights again,
     // in case the statistics server had not logged it before the run stopped.
     bool replay_epoch = false;
+    Timeline* timeline = nullptr;  // --timeline: gradient, update and reply spans
 };
 
 // What the PS asks of the process that runs it.

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "dist/messages.h"
+#include "dist/timeline.h"
 #include "dist/traffic.h"
 #include "kernels/aligned_buffer.h"
 
@@ -97,7 +98,11 @@ void run_stats_server(Transport& t, const StatsConfig& cfg, const std::function<
             continue;
         }
         unpack_floats<EpochWeightsHeader>(in, weights.data(), cfg.param_floats);
-        const TestResult r = test(weights.data());
+        TestResult r;
+        {
+            const Span span(cfg.timeline, "test the epoch's weights");
+            r = test(weights.data());
+        }
         double compute = 0.0, wait = 0.0;
         for (size_t i = 0; i < compute_s.size(); ++i) {
             compute += compute_s[i];

@@ -14,6 +14,8 @@
 
 namespace rudra::dist {
 
+class Timeline;
+
 struct TestResult {
     double accuracy = 0.0, loss = 0.0;
 };
@@ -28,6 +30,7 @@ struct StatsConfig {
     double start_elapsed_s = 0.0;  // a resumed run's time so far
     int64_t last_logged_epoch = 0;  // a resumed run's metrics already hold the epochs up to this one
     Heartbeat* heartbeat = nullptr;  // told of every message
+    Timeline* timeline = nullptr;    // --timeline: a span per epoch tested
     double peer_timeout_s = 15.0;    // a learner silent this long in the middle of a message is skipped
     // Called with every epoch's line (already written to the metrics file).
     std::function<void(const nlohmann::ordered_json& epoch)> on_epoch;

@@ -35,7 +35,14 @@ run softsync1 5 --protocol softsync --n 1
 run softsyncL 5 --protocol softsync --n 3 --lr-modulation per-gradient
 run async 5 --protocol async --mode overlap --momentum 0.5
 grep -q '"momentum":0.5' "$work/async/metrics.jsonl" && pass || fail "async: --momentum 0.5 in the start line"
-run overlap1 6 --protocol softsync --n 1 --mode overlap
+run overlap1 6 --protocol softsync --n 1 --mode overlap --timeline "$work/overlap1.json"
+# The timeline: one Chrome trace of every rank's spans, the ranks' part files merged away.
+perl -MJSON::PP -e '
+  local $/; open(my $f, "<", $ARGV[0]) or die; my $t = decode_json(<$f>);
+  my %n; for my $e (@{$t->{traceEvents}}) { $n{"$e->{pid} $e->{name}"}++ if $e->{ph} eq "X" }
+  for my $k ("0 gradient (and update)", "1 test the epoch\x27s weights", "2 compute", "2 pull", "2 push", "5 compute") {
+    die "no \"$k\" spans\n" unless $n{$k} } ' "$work/overlap1.json" && [ -z "$(ls "$work"/overlap1.json.rank-* 2>/dev/null)" ] &&
+  grep -q 'timeline: .*overlap1.json (6 of 6 ranks' "$work/overlap1.log" && pass || fail "overlap1: the timeline"
 # `auto` is measured once for the learners: the first one measures and the others take its choices.
 run auto 5 --protocol async --conv-backend auto --auto-cache "$work/auto-cache.json"
 [ "$(grep -c 'rank 2: --conv-backend auto for the learners: auto,conv1=' "$work/auto.log")" = 1 ] && pass ||

@@ -102,6 +102,7 @@ struct DistOptions {
     int tau = 1;                // EASGD, gossip: local steps between exchanges (with the centre, or a peer)
     double beta = 0;            // EASGD: moving rate in (0, 1] (0: 0.9 / learners)
     std::string straggler;      // RANK:FACTOR: that learner's compute is slowed FACTOR times ("": none)
+    std::string timeline;       // a Chrome-trace file of every rank's spans ("": none)
     std::set<std::string> given;  // options on the command line ("--protocol", "solver"): a resume keeps the rest
 };
 // Initialises MPI itself (MPI_THREAD_MULTIPLE); every rank runs this.

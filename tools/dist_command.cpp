@@ -31,6 +31,7 @@
 #include "dist/allreduce.h"
 #include "dist/easgd.h"
 #include "dist/heartbeat.h"
+#include "dist/timeline.h"
 #include "dist/learner.h"
 #include "dist/messages.h"
 #include "dist/mpi_transport.h"
@@ -159,6 +160,7 @@ int run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, const dist:
         rc.base_scale = static_cast<float>(std::sqrt(double(lambda) * rc.batch / rc.reference_batch));
     dist::UpdateRule rule(protocol, run.solver(), params, lambda, rc);
     dist::PsConfig pc;
+    pc.timeline = s.timeline;
     pc.learner_ranks = ranks_from(kFirstLearner, t.size());
     pc.stats_rank = kStatsRank;
     pc.samples_per_epoch = sets.train.size();
@@ -317,6 +319,14 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
                                              dist::MpiSession::rank_on_this_node(), o.threads);
         if (!binding.message.empty() && rank == kPsRank) std::printf("rank 0 %s\n", binding.message.c_str());
         Setup s = read_setup(o);
+        std::unique_ptr<dist::Timeline> timeline;
+        if (!o.timeline.empty()) {
+            const char* role = rank == kStatsRank                  ? "statistics server"
+                               : rank == kPsRank && !decentralized ? "parameter server"
+                                                                   : "learner";
+            timeline = std::make_unique<dist::Timeline>(rank, "rank " + std::to_string(rank) + ": " + role);
+            s.timeline = timeline.get();
+        }
         s.resume = std::move(resume);
         s.stop_requested = [] { return g_stop_requested.load(); };
         const data::TrainTest sets = session::load_data(o.data);
@@ -364,11 +374,18 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
         // every rank is here. A rank that never comes is gone: MPI_Finalize would wait for it.
         heartbeat.stop();
         for (int sig : {SIGTERM, SIGINT}) std::signal(sig, SIG_DFL);
+        if (timeline) nn::write_file_atomically(dist::timeline_part_path(o.timeline, rank), timeline->events_json());
         const auto give_up = std::chrono::steady_clock::now() +
                              std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                  std::chrono::duration<double>(o.peer_timeout));
         if (transport.barrier_while(dist::until(give_up))) heartbeat.drain();
         else mpi.peer_lost();
+        // Every rank that is still here has written its part of the timeline.
+        if (timeline && rank == kPsRank) {
+            const int parts = dist::merge_timeline_parts(o.timeline, transport.size());
+            say("timeline: " + o.timeline + " (" + std::to_string(parts) + " of " + std::to_string(transport.size()) +
+                " ranks; open it in Perfetto or chrome://tracing)");
+        }
     } catch (const std::exception& e) {
         // The same bad input fails on every rank: rank 0 reports it and ends them all; a rank
         // that fails alone reports after a moment and ends them all.

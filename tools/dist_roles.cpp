@@ -128,6 +128,7 @@ void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, const d
     log.write(start);
     sc.ps_rank = kPsRank;
     sc.has_ps = protocol.has_parameter_server();
+    sc.timeline = s.timeline;
     sc.learners = lambda;
     sc.param_floats = run.params().size();
     sc.protocol = protocol.name();
@@ -186,6 +187,7 @@ void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, 
         ec.stats_rank = kStatsRank;
         ec.tau = o.tau;
         ec.beta = static_cast<float>(easgd_beta(o, protocol.learners()));
+        ec.timeline = s.timeline;
         t.barrier();
         dist::run_easgd_learner(t, ec, work);
         return;
@@ -201,6 +203,7 @@ void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, 
     lc.stats_rank = kStatsRank;
     lc.overlap = o.mode == "overlap";
     lc.synchronous = protocol.synchronous();
+    lc.timeline = s.timeline;
     t.barrier();
     dist::run_learner(t, lc, work);
 }
@@ -323,6 +326,7 @@ int run_allreduce_role(const DistOptions& o, const Setup& s, dist::Transport& t,
     c.checkpoint_every_steps = every.updates;
     c.checkpoint_every_s = every.seconds;
     c.stop_requested = s.stop_requested;
+    c.timeline = s.timeline;
     c.stats_rank = kStatsRank;
     c.batch = run.batch();
     c.samples_per_epoch = static_cast<int64_t>(sets.train.size());
@@ -406,6 +410,7 @@ int run_gossip_role(const DistOptions& o, const Setup& s, dist::Transport& t, di
     c.elapsed_offset_s = s.resume ? s.resume->elapsed_s() : 0.0;
     c.replay_epoch = s.resume && s.resume->samples() % samples_per_epoch == 0;
     c.stop_requested = s.stop_requested;
+    c.timeline = s.timeline;
     if (rank == kPsRank) {
         c.silent_peer = silent_peer(heartbeat, t.size(), o.peer_timeout);
         c.checkpoint = [&](const std::string& reason, const float* average, int64_t steps,

@@ -38,6 +38,7 @@ struct Setup {
     std::optional<DistCheckpoint> resume;
     // True once a signal has asked the run to stop (with a checkpoint).
     std::function<bool()> stop_requested;
+    dist::Timeline* timeline = nullptr;  // --timeline: this rank's spans
 
     const nn::LayerSpec& train_layer() const { return *spec.net.data_layer(nn::Phase::Train); }  // read_setup checks it
 };

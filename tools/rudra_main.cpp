@@ -200,6 +200,9 @@ int main(int argc, char** argv) {
     d->add_option("--beta", dist.beta, "easgd: moving rate in (0, 1] (default 0.9 / learners)");
     d->add_option("--straggler", dist.straggler,
                   "RANK:FACTOR: slow that learner's compute FACTOR times by sleeping (experiments with stragglers)");
+    d->add_option("--timeline", dist.timeline,
+                  "FILE: write every rank's compute, pull, push, wait and PS-update spans as a Chrome trace (open it in "
+                  "Perfetto or chrome://tracing)");
     d->add_option("--peer-timeout", dist.peer_timeout,
                   "seconds without a heartbeat after which a rank is lost: a learner is dropped (softsync, async) or "
                   "stops the run (hardsync); learners end when the PS falls silent")

@@ -1,0 +1,67 @@
+// `--timeline FILE`: every rank's compute, pull, push, wait and PS-update spans as a Chrome trace
+// (chrome://tracing, Perfetto), as Horovod's timeline does, so that the overlap Table I sums up can
+// be seen. Each rank records into its own Timeline (a mutex-guarded list of spans, a few per
+// mini-batch) and writes it as a part file at its end; the first rank merges the parts.
+// Off, it costs one null-pointer test per span.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace rudra::dist {
+
+// The rows of a rank in the trace: one per thread that records.
+enum class Lane : int { Main = 0, Pull = 1, Push = 2, Serve = 3 };
+
+class Timeline {
+public:
+    using Clock = std::chrono::system_clock;  // comparable across processes (and, roughly, nodes)
+    // `role` names the rank's row group ("rank 2: learner").
+    Timeline(int rank, std::string role, size_t max_spans = 2'000'000);
+    void add(const char* name, Lane lane, Clock::time_point begin, Clock::time_point end);
+    int64_t dropped() const;  // spans past max_spans, not kept
+    // This rank's events, one JSON object per line (thread and process names first).
+    std::string events_json() const;
+
+private:
+    struct Span {
+        const char* name;  // a string literal
+        Lane lane;
+        int64_t begin_us, end_us;
+    };
+    int rank_;
+    std::string role_;
+    size_t max_spans_;
+    mutable std::mutex mu_;
+    std::vector<Span> spans_;
+    int64_t dropped_ = 0;
+};
+
+// Records [construction, destruction) on `timeline` when it is not null.
+class Span {
+public:
+    Span(Timeline* timeline, const char* name, Lane lane = Lane::Main)
+        : timeline_(timeline), name_(name), lane_(lane) {
+        if (timeline_) begin_ = Timeline::Clock::now();
+    }
+    ~Span() {
+        if (timeline_) timeline_->add(name_, lane_, begin_, Timeline::Clock::now());
+    }
+    Span(const Span&) = delete;
+    Span& operator=(const Span&) = delete;
+
+private:
+    Timeline* timeline_;
+    const char* name_;
+    Lane lane_;
+    Timeline::Clock::time_point begin_{};
+};
+
+// The part file of `rank` for the trace `path`, and the merge of all parts (those present) into
+// `path` as {"traceEvents": [...]}, removing them. Returns the number of parts merged.
+std::string timeline_part_path(const std::string& path, int rank);
+int merge_timeline_parts(const std::string& path, int ranks);
+
+}  // namespace rudra::dist
