@@ -42,15 +42,21 @@ grep -q '"event":"stopped","reason":"signal"' "$work/out/metrics.jsonl" && grep 
 [ $failures = 0 ] || cat "$log"
 
 # The decentralized modes under the same script: one short epoch each, waited for (sbatch --wait
-# gives the job's exit code).
+# gives the job's exit code). Gossip-push's job asks for 2 CPUs per task, which must reach the
+# ranks as 2 threads each, and names its output folder relative to the submission directory.
 for mode in allreduce easgd gossip-pull gossip-push; do
-  if RUDRA="$rudra" OMP_NUM_THREADS=1 timeout 300 sbatch --wait --quiet --ntasks=4 --overcommit \
+  cpus=1
+  [ "$mode" = gossip-push ] && cpus=2
+  if RUDRA="$rudra" OMP_NUM_THREADS=1 timeout 300 sbatch --wait --quiet --ntasks=4 --cpus-per-task=$cpus --overcommit \
       --output="$work/$mode.out" "$src/tools/slurm/rudra-dist.sbatch" "$solver" --data "$data" --batch 16 --epochs 1 \
-      --protocol "$mode" -o "$work/$mode"; then pass
+      --protocol "$mode" -o "$mode"; then pass
   else fail "$mode under Slurm: exit $?"; tail -20 "$work/$mode.out"; fi
   [ -s "$work/$mode/final.rudra" ] && [ "$(grep -c '"event":"epoch"' "$work/$mode/metrics.jsonl")" = 1 ] && pass ||
     fail "$mode under Slurm: final.rudra and one epoch line"
 done
+grep -q "rudra-dist: job .*, 2 threads per rank; output $work/gossip-push" "$work/gossip-push.out" &&
+  grep -q '4 rank(s) x 2 thread(s)' "$work/gossip-push.out" && pass ||
+  { fail "gossip-push under Slurm: 2 threads per rank, the output folder absolute"; cat "$work/gossip-push.out"; }
 # An all-reduce run stopped the way the time limit stops it (the script's USR1): every learner
 # stops after the same step, the first one writes a checkpoint and ends with 130, the job requeues.
 jid=$(RUDRA="$rudra" OMP_NUM_THREADS=1 timeout 60 sbatch --parsable --ntasks=4 --overcommit \

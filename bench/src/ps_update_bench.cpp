@@ -56,9 +56,10 @@ int main(int argc, char** argv) {
                     std::min(best[static_cast<size_t>(threads)], ms_per_update(p, lambda, floats, 3));
             }
         for (int threads = 1; threads <= max_threads; ++threads) {
-            // Arena traffic per update: each gradient read and the sum written, then the sum,
-            // weights and history read and the weights and history written.
-            const double bytes = 4.0 * floats * (2.0 * p.gradients_per_update() + 5.0);
+            // Arena traffic per update: the first gradient read and the sum written, each later
+            // one read with the sum read and written, the sum scaled (read and written), then the
+            // sum, weights and history read and the weights and history written.
+            const double bytes = 4.0 * floats * (3.0 * p.gradients_per_update() + 6.0);
             std::printf("%-12s threads %2d: %8.1f ms per update, %6.1f GB/s, speed-up %.2f\n", p.name().c_str(),
                         threads, best[static_cast<size_t>(threads)], bytes / best[static_cast<size_t>(threads)] / 1e6,
                         best[1] / best[static_cast<size_t>(threads)]);
