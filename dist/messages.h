@@ -24,6 +24,14 @@ enum Tag : int {
     kHeartbeatCount = 14, // any rank -> the others, at the end: heartbeats it sent to each
     kGossipRequest = 15,  // gossip-pull learner -> a peer: send me your model (empty)
     kGossipModel = 16,    // gossip learner -> a peer: my model (pull's answer, or push's gift)
+    kRankStarted = 17,    // any rank -> statistics server, once training starts: RankStarted
+};
+
+// What a rank took to get going: the seconds from its process's start until it was ready (MPI,
+// data, nets) and until training started (every rank ready), and its resident memory then.
+struct RankStarted {
+    double ready_s, startup_s;
+    int64_t resident_kb;
 };
 
 struct WeightsRequest {

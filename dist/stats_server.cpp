@@ -28,6 +28,7 @@ void run_stats_server(Transport& t, const StatsConfig& cfg, const std::function<
     std::vector<double> compute_s(t.size(), 0.0), wait_s(t.size(), 0.0);  // by rank
     std::vector<char> finished(t.size(), 0);  // by rank: its last report came, or it was lost
     std::vector<TrafficReport> traffic(t.size(), TrafficReport{});  // by rank: the latest it sent
+    std::vector<RankStarted> started(t.size(), RankStarted{-1.0, -1.0, -1});  // by rank, once it says
     double loss_sum = 0.0;
     int64_t loss_count = 0, prev_samples = cfg.start_samples;
     double prev_elapsed = cfg.start_elapsed_s;
@@ -54,6 +55,10 @@ void run_stats_server(Transport& t, const StatsConfig& cfg, const std::function<
             continue;
         }
         if (cfg.heartbeat) cfg.heartbeat->heard(e.source);
+        if (e.tag == kRankStarted) {
+            started.at(static_cast<size_t>(e.source)) = unpack_header<RankStarted>(in);
+            continue;
+        }
         if (e.tag == kLearnerReport) {
             const auto r = unpack_header<LearnerReport>(in);
             loss_sum += r.loss_sum;
@@ -144,6 +149,12 @@ void run_stats_server(Transport& t, const StatsConfig& cfg, const std::function<
                                    {"role", r == t.rank()         ? "statistics server"
                                             : r == cfg.ps_rank && cfg.has_ps ? "parameter server"
                                                                              : "learner"}};
+        const RankStarted& s = started[static_cast<size_t>(r)];
+        if (s.startup_s >= 0) {
+            one["ready_s"] = std::round(s.ready_s * 100) / 100;
+            one["startup_s"] = std::round(s.startup_s * 100) / 100;
+            one["resident_mb"] = std::round(static_cast<double>(s.resident_kb) / 102.4) / 10;
+        }
         one.update(traffic_json(traffic[static_cast<size_t>(r)]));
         ranks.push_back(one);
     }

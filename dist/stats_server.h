@@ -36,6 +36,8 @@ struct StatsConfig {
     std::function<void(const nlohmann::ordered_json& epoch)> on_epoch;
 };
 
+// The last line, {"event":"traffic","ranks":[...]}, has each rank's traffic (dist/traffic.h) and,
+// from its kRankStarted message, its start-up time and resident memory.
 // `log` appends one JSON object (an epoch line) to the metrics file; `test` evaluates weights on
 // the test set.
 void run_stats_server(Transport& transport, const StatsConfig& config,

@@ -27,7 +27,8 @@ cmp -s "$work/hardsync/final.rudra" "$work/hardsync_again/final.rudra" && pass |
   fail "hardsync: two runs with the same seed end with different weights"
 grep -q '"max":0,' "$work/hardsync/staleness.json" && pass || fail "hardsync: staleness always 0"
 # Traffic: a last line with every rank's counts; the PS answered pulls with weights or "nothing newer".
-tail -1 "$work/hardsync/metrics.jsonl" | grep -q '^{"event":"traffic","ranks":\[{"rank":0,"role":"parameter server","sent_messages":[1-9][0-9]*,.*"weight_replies":[1-9][0-9]*,"empty_replies":[0-9]*},{"rank":1,"role":"statistics server".*{"rank":4,"role":"learner"' &&
+# Each rank's start-up time and resident memory come first.
+tail -1 "$work/hardsync/metrics.jsonl" | grep -q '^{"event":"traffic","ranks":\[{"rank":0,"role":"parameter server","ready_s":[0-9.]*,"startup_s":[0-9.]*,"resident_mb":[1-9][0-9.]*,"sent_messages":[1-9][0-9]*,[^}]*"weight_replies":[1-9][0-9]*,"empty_replies":[0-9]*},{"rank":1,"role":"statistics server","ready_s".*{"rank":4,"role":"learner","ready_s"' &&
   pass || { fail "hardsync: the traffic line"; tail -1 "$work/hardsync/metrics.jsonl"; }
 acc=$(sed -n 's/.*test_accuracy \([0-9.]*\).*/\1/p' "$work/hardsync.test")
 perl -e "exit !($acc > 0.3)" && pass || fail "hardsync learns (test accuracy $acc)"
@@ -62,7 +63,7 @@ allreduce() {  # allreduce NAME [ARGS...]
 allreduce allreduce
 grep -q 'allreduce: 3 learners' "$work/allreduce.log" && pass || fail "allreduce: 3 learners"
 # 40 steps of sums, each learner contributing its gradients: at least 40 x the arena's bytes.
-tail -1 "$work/allreduce/metrics.jsonl" | grep -q '{"rank":2,"role":"learner","sent_messages":[0-9]*,"sent_bytes":[0-9]*,"received_messages":[0-9]*,"received_bytes":[0-9]*,"sums":[0-9]*,"sum_bytes":[0-9]\{8,\}}' &&
+tail -1 "$work/allreduce/metrics.jsonl" | grep -q '{"rank":2,"role":"learner",[^}]*"sent_messages":[0-9]*,"sent_bytes":[0-9]*,"received_messages":[0-9]*,"received_bytes":[0-9]*,"sums":[0-9]*,"sum_bytes":[0-9]\{8,\}}' &&
   pass || { fail "allreduce: rank 2's sums in the traffic line"; tail -1 "$work/allreduce/metrics.jsonl"; }
 if timeout 60 "$rudra" test "$solver" "$work/allreduce/final.rudra" --data "$data" >"$work/allreduce.test" 2>&1; then pass
 else fail "allreduce: rudra test reads final.rudra"; cat "$work/allreduce.test"; fi

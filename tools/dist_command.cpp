@@ -231,7 +231,7 @@ int run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, const dist:
     hooks.log = say;
     hooks.heartbeat = &heartbeat;
     dist::ParameterServer ps(t, rule, params, pc, hooks);
-    t.barrier();
+    training_starts(t, s);
     const dist::PsResult r = ps.run();
 
     if (r.end == dist::PsResult::End::Finished) {
@@ -266,6 +266,7 @@ int run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, const dist:
 
 int run_dist(const DistOptions& options, int* argc, char*** argv) {
     run_under_rank_guard();  // from here on, this process is the rank
+    const auto process_start = std::chrono::steady_clock::now();
     // At once: a stop requested while the rank starts (a batch system's signal can come that
     // early) is kept for the PS, which stops with a checkpoint as soon as its loop starts.
     install_signal_handlers();
@@ -319,6 +320,7 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
                                              dist::MpiSession::rank_on_this_node(), o.threads);
         if (!binding.message.empty() && rank == kPsRank) std::printf("rank 0 %s\n", binding.message.c_str());
         Setup s = read_setup(o);
+        s.process_start = process_start;
         std::unique_ptr<dist::Timeline> timeline;
         if (!o.timeline.empty()) {
             const char* role = rank == kStatsRank                  ? "statistics server"

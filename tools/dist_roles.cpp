@@ -1,5 +1,7 @@
 #include "tools/dist_roles.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -137,7 +139,7 @@ void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, const d
     sc.on_epoch = [](const nlohmann::ordered_json& line) { say(line.dump()); };
     sc.heartbeat = &heartbeat;
     sc.peer_timeout_s = o.peer_timeout;
-    t.barrier();
+    training_starts(t, s);
     dist::run_stats_server(
         t, sc,
         [&](const float* w) {
@@ -188,7 +190,7 @@ void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, 
         ec.tau = o.tau;
         ec.beta = static_cast<float>(easgd_beta(o, protocol.learners()));
         ec.timeline = s.timeline;
-        t.barrier();
+        training_starts(t, s);
         dist::run_easgd_learner(t, ec, work);
         return;
     }
@@ -204,8 +206,23 @@ void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, 
     lc.overlap = o.mode == "overlap";
     lc.synchronous = protocol.synchronous();
     lc.timeline = s.timeline;
-    t.barrier();
+    training_starts(t, s);
     dist::run_learner(t, lc, work);
+}
+
+void training_starts(dist::Transport& t, const Setup& s) {
+    const auto since_start = [&] {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - s.process_start).count();
+    };
+    const double ready = since_start();
+    t.barrier();
+    long pages = 0, resident = 0;
+    if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
+        if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+        std::fclose(f);
+    }
+    const dist::RankStarted info{ready, since_start(), static_cast<int64_t>(resident) * (sysconf(_SC_PAGESIZE) / 1024)};
+    t.send(kStatsRank, dist::kRankStarted, &info, sizeof info);
 }
 
 CheckpointEvery parse_checkpoint_every(const std::string& text) {
@@ -335,7 +352,7 @@ int run_allreduce_role(const DistOptions& o, const Setup& s, dist::Transport& t,
     c.start_steps = start_iteration;
     c.elapsed_offset_s = s.resume ? s.resume->elapsed_s() : 0.0;
     c.replay_epoch = s.resume && start_samples % c.samples_per_epoch == 0;
-    t.barrier();
+    training_starts(t, s);
     const dist::AllreduceSummary r = dist::run_allreduce_learner(t, group, c, work);
     if (rank != kPsRank) return 0;
     if (r.stopped) {
@@ -419,7 +436,7 @@ int run_gossip_role(const DistOptions& o, const Setup& s, dist::Transport& t, di
                                       average, taken);
         };
     }
-    t.barrier();
+    training_starts(t, s);
     const dist::GossipSummary r = dist::run_gossip_learner(t, group, c, work);
     // The peers this learner chose, one line per exchange: "step peer_rank" (a resumed run keeps
     // the lines up to its checkpoint).

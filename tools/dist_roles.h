@@ -39,6 +39,7 @@ struct Setup {
     // True once a signal has asked the run to stop (with a checkpoint).
     std::function<bool()> stop_requested;
     dist::Timeline* timeline = nullptr;  // --timeline: this rank's spans
+    std::chrono::steady_clock::time_point process_start;  // this rank's
 
     const nn::LayerSpec& train_layer() const { return *spec.net.data_layer(nn::Phase::Train); }  // read_setup checks it
 };
@@ -49,6 +50,10 @@ struct CheckpointEvery {
     double seconds = 0.0;
 };
 CheckpointEvery parse_checkpoint_every(const std::string& text);
+
+// Every rank, once its role is set up: waits for the others (so that training starts together),
+// then tells the statistics server its start-up time and resident memory.
+void training_starts(dist::Transport& t, const Setup& s);
 
 std::string utc_now();
 void say(const std::string& line);  // a line on stdout, flushed
