@@ -43,6 +43,12 @@ struct TrainTest {
     std::string format;  // "idx" or "cifar10"
 };
 
+// A loaded data set as one byte string and back, so that one process can read and decompress
+// it and hand it to others (the ranks of a node). unpack_train_test throws DataError on bytes
+// that pack_train_test did not write.
+std::vector<uint8_t> pack_train_test(const TrainTest& t);
+TrainTest unpack_train_test(const std::vector<uint8_t>& bytes);
+
 // Finds the data set in `dir`: IDX files (train-images-idx3-ubyte[.gz], ...) or CIFAR-10
 // (data_batch_N.bin, test_batch.bin). format: "auto", "idx" or "cifar10".
 TrainTest load_train_test(const std::string& dir, const std::string& format = "auto");

@@ -78,6 +78,32 @@ std::pair<int, int> node_size_and_rank() {
 int MpiSession::ranks_on_this_node() { return node_size_and_rank().first; }
 int MpiSession::rank_on_this_node() { return node_size_and_rank().second; }
 
+std::vector<uint8_t> MpiSession::share_on_node(const std::function<std::vector<uint8_t>()>& make,
+                                               const WaitPolicy& policy) {
+    // The node's communicator first, all ranks together (a blocking collective polls: ranks
+    // waiting in it for one that works would take the cores from it).
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int node_rank = 0;
+    MPI_Comm_rank(node, &node_rank);
+    std::vector<uint8_t> bytes;
+    if (node_rank == 0) bytes = make();
+    // Non-blocking, waited for under the policy, for the same reason.
+    const auto bcast = [&](void* data, int count, MPI_Datatype type) {
+        MPI_Request req;
+        check(MPI_Ibcast(data, count, type, 0, node, &req), "MPI_Ibcast", kAnySource);
+        complete(policy, req, kAnySource, {});
+    };
+    uint64_t size = bytes.size();
+    bcast(&size, 1, MPI_UINT64_T);
+    bytes.resize(size);
+    constexpr uint64_t kChunk = uint64_t{1} << 30;  // MPI counts are ints
+    for (uint64_t at = 0; at < size; at += kChunk)
+        bcast(bytes.data() + at, static_cast<int>(std::min(kChunk, size - at)), MPI_BYTE);
+    MPI_Comm_free(&node);
+    return bytes;
+}
+
 MpiTransport::MpiTransport(WaitPolicy policy) : policy_(policy) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);

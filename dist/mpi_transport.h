@@ -2,6 +2,8 @@
 // matched probes (MPI_Improbe / MPI_Mrecv) so that threads of one rank never steal each other's
 // messages.
 #pragma once
+#include <cstdint>
+#include <functional>
 #include <mutex>
 #include <vector>
 
@@ -32,6 +34,11 @@ public:
     static int ranks_on_this_node();
     // This rank's index among them (0-based).
     static int rank_on_this_node();
+    // Collective over the ranks of this node: the first one calls `make`, and every one returns
+    // its bytes (broadcast over shared memory), so that one rank per node does the work behind
+    // them while the others sleep under `policy`.
+    static std::vector<uint8_t> share_on_node(const std::function<std::vector<uint8_t>()>& make,
+                                              const WaitPolicy& policy);
 
 private:
     bool finalize_ = true;

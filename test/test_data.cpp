@@ -207,3 +207,43 @@ TEST_CASE("prefetcher: the start hook runs once, on the I/O thread (where bindin
     CHECK(hook_thread != std::thread::id());
     CHECK(hook_thread != std::this_thread::get_id());
 }
+
+TEST_CASE("a packed data set unpacks to the same one; damaged bytes are a clear error") {
+    TrainTest t;
+    t.format = "idx";
+    t.train.source = "train-images";
+    t.train.label_source = "train-labels";
+    t.train.channels = 1;
+    t.train.height = 2;
+    t.train.width = 3;
+    t.train.num_classes = 4;
+    for (int i = 0; i < 5; ++i) {
+        t.train.labels.push_back(static_cast<uint8_t>(i % 4));
+        for (int p = 0; p < 6; ++p) t.train.pixels.push_back(static_cast<uint8_t>(i * 10 + p));
+    }
+    t.test = t.train;
+    t.test.source = "test-images";
+    t.test.truncate(2);
+    const std::vector<uint8_t> bytes = pack_train_test(t);
+    const TrainTest u = unpack_train_test(bytes);
+    CHECK(u.format == "idx");
+    for (auto [a, b] : {std::pair{&t.train, &u.train}, std::pair{&t.test, &u.test}}) {
+        CHECK(b->source == a->source);
+        CHECK(b->label_source == a->label_source);
+        CHECK(b->channels == a->channels);
+        CHECK(b->height == a->height);
+        CHECK(b->width == a->width);
+        CHECK(b->num_classes == a->num_classes);
+        CHECK(b->pixels == a->pixels);
+        CHECK(b->labels == a->labels);
+    }
+    CHECK(u.test.size() == 2);
+    std::vector<uint8_t> cut(bytes.begin(), bytes.end() - 3);
+    CHECK_THROWS_WITH_AS(unpack_train_test(cut), doctest::Contains("truncated"), DataError);
+    std::vector<uint8_t> longer = bytes;
+    longer.push_back(0);
+    CHECK_THROWS_WITH_AS(unpack_train_test(longer), doctest::Contains("bytes after its end"), DataError);
+    std::vector<uint8_t> other = bytes;
+    other[0] ^= 1;
+    CHECK_THROWS_WITH_AS(unpack_train_test(other), doctest::Contains("bad magic"), DataError);
+}

@@ -191,8 +191,8 @@ int main(int argc, char** argv) {
                   "differ")
         ->check(CLI::ExistingPath);
     d->add_option("--checkpoint-every", dist.checkpoint_every,
-                  "checkpoint the PS every N updates, Ns seconds or Nm minutes (0: only at epoch ends and on "
-                  "signals)")
+                  "checkpoint every N updates (all-reduce: steps), Ns seconds or Nm minutes (0: only at epoch ends "
+                  "and on signals; gossip checkpoints at epoch ends only)")
         ->capture_default_str();
     d->add_option("--tau", dist.tau, "easgd, gossip: local steps between exchanges (with the centre, or with a peer)")
         ->check(checks::kPositiveInteger)
