@@ -320,8 +320,13 @@ TEST_CASE("whole system on the in-process transport: every protocol and mode con
         const int64_t gradients = r.staleness.gradients();
         CHECK(ranks[0].at("received_messages").get<int64_t>() >= gradients);
         CHECK(ranks[0].at("received_bytes").get<int64_t>() >= gradients * int64_t(params.size() * sizeof(float)));
-        CHECK(ranks[0].at("weight_replies").get<int64_t>() >= r.ps.updates / 2);
-        CHECK(ranks[0].contains("empty_replies"));
+        // Every reply is a message, and each with weights carries the whole arena (how many pulls
+        // found newer weights depends on timing).
+        const int64_t with = ranks[0].at("weight_replies").get<int64_t>();
+        const int64_t without = ranks[0].at("empty_replies").get<int64_t>();
+        CHECK(with >= 1);
+        CHECK(ranks[0].at("sent_messages").get<int64_t>() >= with + without);
+        CHECK(ranks[0].at("sent_bytes").get<int64_t>() >= with * int64_t(params.size() * sizeof(float)));
         int64_t learner_messages = 0;
         for (int l = 0; l < lambda; ++l) learner_messages += ranks[2 + l].at("sent_messages").get<int64_t>();
         CHECK(learner_messages >= gradients);  // each learner's last report follows its last gradient
