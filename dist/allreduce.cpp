@@ -101,10 +101,7 @@ AllreduceSummary run_allreduce_learner(Transport& t, SumGroup& group, const Allr
     StatsReporter reports(t, cfg.stats_rank, cfg.report_every);
     reports.count_sums(&group);
     int64_t samples = cfg.start_samples, epoch = samples / cfg.samples_per_epoch, epochs_sent = 0;
-    const auto gone = [&] {
-        if (root) report_lost_peer(t, cfg.stats_rank, watch.lost(), lambda - 1, epoch, cfg.start_steps + sum.steps, elapsed());
-        return watch.gone();
-    };
+    const auto gone = [&] { return watch.gone(); };
     std::vector<char> out;
     const auto send_epoch = [&](bool replay) {
         EpochWeightsHeader h{};
@@ -119,70 +116,80 @@ AllreduceSummary run_allreduce_learner(Transport& t, SumGroup& group, const Allr
         t.send(cfg.stats_rank, kEpochWeights, out.data(), out.size());
         ++epochs_sent;
     };
-    if (root && cfg.replay_epoch) send_epoch(true);
-    float stop = 0.0f;  // summed over the learners with each step's gradients
-    std::pair<int64_t, double> checkpoint_at{0, elapsed()};  // the last checkpoint's step and time
-    while (samples < total && stop == 0.0f) {
-        const auto t0 = Clock::now();
-        stop = cfg.stop_requested && cfg.stop_requested() ? 1.0f : 0.0f;
-        group.start(&stop, 1);
-        double loss;
-        {
-            const Span span(cfg.timeline, "compute (sums start as layers end)");
-            loss = work.compute([&](size_t layer) {
-                buckets.layer_done(layer, send);
-                group.progress();
-            });
-            buckets.flush(send);
-        }
-        const auto t1 = Clock::now();
-        {
-            const Span span(cfg.timeline, "wait for sums");
-            if (!group.wait_all(keep_waiting)) throw gone();
-        }
-        const auto t2 = Clock::now();
-        for (size_t i = 0; i < work.param_floats; ++i) work.gradients[i] *= scale;
-        work.apply(sum.steps);
-        ++sum.steps;
-        samples += per_step;
-        sum.compute_s += std::chrono::duration<double>(t1 - t0).count();
-        sum.wait_s += std::chrono::duration<double>(t2 - t1).count();
-        const bool last = samples >= total || stop != 0.0f;
-        reports.minibatch_done(loss, sum.steps, sum.compute_s, sum.wait_s, last);
-        if (samples >= (epoch + 1) * cfg.samples_per_epoch) {
-            epoch = samples / cfg.samples_per_epoch;
-            bool agree = false;
-            try {
-                agree = models_agree(group, work.weights(), work.param_floats, keep_waiting);
-            } catch (const PeerError&) {
-                throw gone();
+    try {
+        if (root && cfg.replay_epoch) send_epoch(true);
+        float stop = 0.0f;  // summed over the learners with each step's gradients
+        std::pair<int64_t, double> checkpoint_at{0, elapsed()};  // the last checkpoint's step and time
+        while (samples < total && stop == 0.0f) {
+            const auto t0 = Clock::now();
+            stop = cfg.stop_requested && cfg.stop_requested() ? 1.0f : 0.0f;
+            group.start(&stop, 1);
+            double loss;
+            {
+                const Span span(cfg.timeline, "compute (sums start as layers end)");
+                loss = work.compute([&](size_t layer) {
+                    buckets.layer_done(layer, send);
+                    group.progress();
+                });
+                buckets.flush(send);
             }
-            if (!agree)
-                throw std::runtime_error("allreduce: the learners' models differ after epoch " + std::to_string(epoch) +
-                                         " (the sums were not the same on every learner)");
-            if (!root) continue;
-            send_epoch(false);
-            if (cfg.checkpoint && samples < total) {
-                cfg.checkpoint("epoch", sum.steps, samples, elapsed());
-                checkpoint_at = {sum.steps, elapsed()};
+            const auto t1 = Clock::now();
+            {
+                const Span span(cfg.timeline, "wait for sums");
+                if (!group.wait_all(keep_waiting)) throw gone();
             }
-        } else if (root && cfg.checkpoint && stop == 0.0f && samples < total) {
-            const bool by_steps = cfg.checkpoint_every_steps > 0 && sum.steps - checkpoint_at.first >= cfg.checkpoint_every_steps;
-            const bool by_time = cfg.checkpoint_every_s > 0 && elapsed() - checkpoint_at.second >= cfg.checkpoint_every_s;
-            if (by_steps || by_time) {
-                cfg.checkpoint("periodic", sum.steps, samples, elapsed());
-                checkpoint_at = {sum.steps, elapsed()};
+            const auto t2 = Clock::now();
+            for (size_t i = 0; i < work.param_floats; ++i) work.gradients[i] *= scale;
+            work.apply(sum.steps);
+            ++sum.steps;
+            samples += per_step;
+            sum.compute_s += std::chrono::duration<double>(t1 - t0).count();
+            sum.wait_s += std::chrono::duration<double>(t2 - t1).count();
+            const bool last = samples >= total || stop != 0.0f;
+            reports.minibatch_done(loss, sum.steps, sum.compute_s, sum.wait_s, last);
+            if (samples >= (epoch + 1) * cfg.samples_per_epoch) {
+                epoch = samples / cfg.samples_per_epoch;
+                bool agree = false;
+                try {
+                    agree = models_agree(group, work.weights(), work.param_floats, keep_waiting);
+                } catch (const PeerError&) {
+                    throw gone();
+                }
+                if (!agree)
+                    throw std::runtime_error("allreduce: the learners' models differ after epoch " + std::to_string(epoch) +
+                                             " (the sums were not the same on every learner)");
+                if (!root) continue;
+                send_epoch(false);
+                if (cfg.checkpoint && samples < total) {
+                    cfg.checkpoint("epoch", sum.steps, samples, elapsed());
+                    checkpoint_at = {sum.steps, elapsed()};
+                }
+            } else if (root && cfg.checkpoint && stop == 0.0f && samples < total) {
+                const bool by_steps = cfg.checkpoint_every_steps > 0 && sum.steps - checkpoint_at.first >= cfg.checkpoint_every_steps;
+                const bool by_time = cfg.checkpoint_every_s > 0 && elapsed() - checkpoint_at.second >= cfg.checkpoint_every_s;
+                if (by_steps || by_time) {
+                    cfg.checkpoint("periodic", sum.steps, samples, elapsed());
+                    checkpoint_at = {sum.steps, elapsed()};
+                }
             }
         }
+        sum.samples = samples;
+        sum.stopped = samples < total;
+        if (root && sum.stopped) {
+            if (cfg.checkpoint) cfg.checkpoint("signal", sum.steps, samples, elapsed());
+            const RunEnd end{kEndSignal, epoch, sum.steps, elapsed()};
+            t.send(cfg.stats_rank, kRunEnd, &end, sizeof end);
+        }
+        if (root && !await_stats_server(t, cfg.stats_rank, epochs_sent, keep_waiting)) throw gone();
+    } catch (const PeerError& e) {
+        // A lost peer, named by a wait that gave up or by the transport (a send to a dead rank):
+        // the first learner has the statistics server log it and the run's end.
+        if (root) {
+            const SilentPeer lost = watch.lost().rank >= 0 ? watch.lost() : SilentPeer{e.peer(), 0.0};
+            report_lost_peer(t, cfg.stats_rank, lost, lambda - 1, epoch, cfg.start_steps + sum.steps, elapsed());
+        }
+        throw;
     }
-    sum.samples = samples;
-    sum.stopped = samples < total;
-    if (root && sum.stopped) {
-        if (cfg.checkpoint) cfg.checkpoint("signal", sum.steps, samples, elapsed());
-        const RunEnd end{kEndSignal, epoch, sum.steps, elapsed()};
-        t.send(cfg.stats_rank, kRunEnd, &end, sizeof end);
-    }
-    if (root && !await_stats_server(t, cfg.stats_rank, epochs_sent, keep_waiting)) throw gone();
     return sum;
 }
 

@@ -130,10 +130,7 @@ GossipSummary run_gossip_learner(Transport& t, SumGroup& group, const GossipConf
     int64_t epochs_sent = 0;
     const auto started = Clock::now();
     const auto elapsed = [&] { return cfg.elapsed_offset_s + seconds_since(started); };
-    const auto gone = [&] {
-        if (root) report_lost_peer(t, cfg.stats_rank, watch.lost(), lambda - 1, sum.epoch, before + sum.steps, elapsed());
-        return watch.gone();
-    };
+    const auto gone = [&] { return watch.gone(); };
     const auto send_epoch = [&](int64_t epoch, double spread, bool replay) {
         EpochWeightsHeader h{};
         h.epoch = epoch;
@@ -149,116 +146,126 @@ GossipSummary run_gossip_learner(Transport& t, SumGroup& group, const GossipConf
         t.send(cfg.stats_rank, kEpochWeights, out.data(), out.size());
         ++epochs_sent;
     };
-    if (root && cfg.replay_epoch) send_epoch(cfg.first_epoch, 0.0, true);  // every model is the checkpoint's
-    for (int64_t epoch = cfg.first_epoch + 1; epoch <= cfg.epochs && !sum.stopped; ++epoch) {
-        int64_t k = epoch == cfg.first_epoch + 1 ? cfg.start_partial : 0;  // steps into this epoch
-        bool asked = false;
-        for (; k < steps_per_epoch; ++k) {
-            if (cfg.stop_requested && cfg.stop_requested()) {
-                asked = true;
-                break;
-            }
-            auto t0 = Clock::now();
-            double loss;
-            {
-                const Span span(cfg.timeline, "compute");
-                loss = work.step();
-            }
-            sum.compute_s += seconds_since(t0);
-            exchange.publish(w);
-            ++sum.steps;
-            if ((before + sum.steps) % cfg.tau == 0) {
-                t0 = Clock::now();
-                const Span span(cfg.timeline, cfg.mode == GossipMode::Pull ? "exchange (pull)" : "exchange (push)");
-                const int other = pick(rng);
-                const int idx = other >= me ? other + 1 : other;
-                const int rank = cfg.learner_ranks[static_cast<size_t>(idx)];
-                sum.peers.push_back(rank);
-                if (cfg.mode == GossipMode::Pull) {
-                    t.send(rank, kGossipRequest, nullptr, 0);
-                    const auto e = t.recv_while(rank, kGossipModel, in, keep_waiting);
-                    if (!e) throw gone();
-                    if (in.size() != n * sizeof(float))
-                        throw std::runtime_error("gossip: a model of " + std::to_string(in.size()) + " bytes from rank " +
-                                                 std::to_string(rank) + " does not match this one");
-                    const float* m = reinterpret_cast<const float*>(in.data());
-                    for (size_t i = 0; i < n; ++i) w[i] = 0.5f * (w[i] + m[i]);
-                } else {
-                    out.assign(reinterpret_cast<const char*>(w), reinterpret_cast<const char*>(w + n));
-                    if (!t.send_while(rank, kGossipModel, out.data(), out.size(), keep_waiting)) throw gone();
-                    ++sent_to[static_cast<size_t>(idx)];
-                    exchange.average_inbox(w);
+    try {
+        if (root && cfg.replay_epoch) send_epoch(cfg.first_epoch, 0.0, true);  // every model is the checkpoint's
+        for (int64_t epoch = cfg.first_epoch + 1; epoch <= cfg.epochs && !sum.stopped; ++epoch) {
+            int64_t k = epoch == cfg.first_epoch + 1 ? cfg.start_partial : 0;  // steps into this epoch
+            bool asked = false;
+            for (; k < steps_per_epoch; ++k) {
+                if (cfg.stop_requested && cfg.stop_requested()) {
+                    asked = true;
+                    break;
                 }
+                auto t0 = Clock::now();
+                double loss;
+                {
+                    const Span span(cfg.timeline, "compute");
+                    loss = work.step();
+                }
+                sum.compute_s += seconds_since(t0);
                 exchange.publish(w);
-                sum.wait_s += seconds_since(t0);
+                ++sum.steps;
+                if ((before + sum.steps) % cfg.tau == 0) {
+                    t0 = Clock::now();
+                    const Span span(cfg.timeline, cfg.mode == GossipMode::Pull ? "exchange (pull)" : "exchange (push)");
+                    const int other = pick(rng);
+                    const int idx = other >= me ? other + 1 : other;
+                    const int rank = cfg.learner_ranks[static_cast<size_t>(idx)];
+                    sum.peers.push_back(rank);
+                    if (cfg.mode == GossipMode::Pull) {
+                        t.send(rank, kGossipRequest, nullptr, 0);
+                        const auto e = t.recv_while(rank, kGossipModel, in, keep_waiting);
+                        if (!e) throw gone();
+                        if (in.size() != n * sizeof(float))
+                            throw std::runtime_error("gossip: a model of " + std::to_string(in.size()) + " bytes from rank " +
+                                                     std::to_string(rank) + " does not match this one");
+                        const float* m = reinterpret_cast<const float*>(in.data());
+                        for (size_t i = 0; i < n; ++i) w[i] = 0.5f * (w[i] + m[i]);
+                    } else {
+                        out.assign(reinterpret_cast<const char*>(w), reinterpret_cast<const char*>(w + n));
+                        if (!t.send_while(rank, kGossipModel, out.data(), out.size(), keep_waiting)) throw gone();
+                        ++sent_to[static_cast<size_t>(idx)];
+                        exchange.average_inbox(w);
+                    }
+                    exchange.publish(w);
+                    sum.wait_s += seconds_since(t0);
+                }
+                reports.minibatch_done(loss, sum.steps, sum.compute_s, sum.wait_s,
+                                       epoch == cfg.epochs && k + 1 == steps_per_epoch);
             }
-            reports.minibatch_done(loss, sum.steps, sum.compute_s, sum.wait_s,
-                                   epoch == cfg.epochs && k + 1 == steps_per_epoch);
+            // The epoch boundary (or a stop within the epoch): the average model and the spread, from
+            // two sums over the learners.
+            const auto t0 = Clock::now();
+            const Span span(cfg.timeline, "epoch boundary");
+            std::copy(w, w + n, avg.begin());
+            group.start(avg.data(), n);
+            if (!group.wait_all(keep_waiting)) throw gone();
+            double d2 = 0.0;
+            for (size_t i = 0; i < n; ++i) {
+                avg[i] /= static_cast<float>(lambda);
+                d2 += double(w[i] - avg[i]) * double(w[i] - avg[i]);
+            }
+            std::fill(counts.begin(), counts.end(), 0.0f);
+            counts[static_cast<size_t>(me)] = static_cast<float>(d2);
+            counts[stop_at] = asked ? 1.0f : 0.0f;
+            counts[steps_at + static_cast<size_t>(me)] = static_cast<float>(k);
+            group.start(counts.data(), counts.size());
+            if (!group.wait_all(keep_waiting)) throw gone();
+            sum.wait_s += seconds_since(t0);
+            const double spread = std::sqrt(*std::max_element(counts.begin(), counts.begin() + lambda));
+            std::vector<int64_t> into(static_cast<size_t>(lambda));
+            int64_t partial_samples = 0;
+            for (int j = 0; j < lambda; ++j) {
+                into[static_cast<size_t>(j)] = static_cast<int64_t>(counts[steps_at + static_cast<size_t>(j)]);
+                partial_samples += into[static_cast<size_t>(j)] * cfg.batch;
+            }
+            const bool complete = std::all_of(into.begin(), into.end(), [&](int64_t x) { return x == steps_per_epoch; });
+            if (complete) {
+                sum.epoch = epoch;
+                boundary_steps += steps_per_epoch;
+                sum.spreads.push_back(spread);
+            }
+            sum.stopped = counts[stop_at] > 0.0f && (!complete || epoch < cfg.epochs);
+            if (sum.stopped) reports.finish(sum.steps, sum.compute_s, sum.wait_s);
+            if (!root) continue;
+            if (complete) send_epoch(epoch, spread, false);
+            if (cfg.checkpoint && (sum.stopped || epoch < cfg.epochs)) {
+                // Within the epoch: its samples so far, short of the boundary (a resumed run counts it
+                // as not yet done).
+                const int64_t samples = complete ? epoch * cfg.samples_per_epoch
+                                                 : (epoch - 1) * cfg.samples_per_epoch +
+                                                       std::min(partial_samples, cfg.samples_per_epoch - 1);
+                std::vector<int64_t> taken(static_cast<size_t>(lambda), boundary_steps);
+                if (!complete)
+                    for (int j = 0; j < lambda; ++j) taken[static_cast<size_t>(j)] += into[static_cast<size_t>(j)];
+                cfg.checkpoint(sum.stopped ? "signal" : "epoch", avg.data(), boundary_steps, taken, samples, elapsed());
+            }
+            if (sum.stopped) {
+                const RunEnd end{kEndSignal, sum.epoch, boundary_steps, elapsed()};
+                t.send(cfg.stats_rank, kRunEnd, &end, sizeof end);
+            }
         }
-        // The epoch boundary (or a stop within the epoch): the average model and the spread, from
-        // two sums over the learners.
-        const auto t0 = Clock::now();
-        const Span span(cfg.timeline, "epoch boundary");
-        std::copy(w, w + n, avg.begin());
-        group.start(avg.data(), n);
-        if (!group.wait_all(keep_waiting)) throw gone();
-        double d2 = 0.0;
-        for (size_t i = 0; i < n; ++i) {
-            avg[i] /= static_cast<float>(lambda);
-            d2 += double(w[i] - avg[i]) * double(w[i] - avg[i]);
+        // Push: how many models each learner must still take before its serving thread stops (the
+        // counts are exact in floats far beyond any run's exchanges).
+        int64_t expected = 0;
+        if (cfg.mode == GossipMode::Push) {
+            for (int j = 0; j < lambda; ++j) counts[static_cast<size_t>(j)] = static_cast<float>(sent_to[static_cast<size_t>(j)]);
+            group.start(counts.data(), counts.size());
+            if (!group.wait_all(keep_waiting)) throw gone();
+            expected = static_cast<int64_t>(counts[static_cast<size_t>(me)]);
         }
-        std::fill(counts.begin(), counts.end(), 0.0f);
-        counts[static_cast<size_t>(me)] = static_cast<float>(d2);
-        counts[stop_at] = asked ? 1.0f : 0.0f;
-        counts[steps_at + static_cast<size_t>(me)] = static_cast<float>(k);
-        group.start(counts.data(), counts.size());
-        if (!group.wait_all(keep_waiting)) throw gone();
-        sum.wait_s += seconds_since(t0);
-        const double spread = std::sqrt(*std::max_element(counts.begin(), counts.begin() + lambda));
-        std::vector<int64_t> into(static_cast<size_t>(lambda));
-        int64_t partial_samples = 0;
-        for (int j = 0; j < lambda; ++j) {
-            into[static_cast<size_t>(j)] = static_cast<int64_t>(counts[steps_at + static_cast<size_t>(j)]);
-            partial_samples += into[static_cast<size_t>(j)] * cfg.batch;
+        exchange.stop(expected);
+        sum.average = std::move(avg);
+        if (root && !await_stats_server(t, cfg.stats_rank, epochs_sent, keep_waiting)) throw gone();
+    } catch (const PeerError& e) {
+        // A lost peer, named by a wait that gave up or by the transport (a send to a dead rank):
+        // the first learner has the statistics server log it and the run's end.
+        if (root) {
+            const SilentPeer lost = watch.lost().rank >= 0 ? watch.lost() : SilentPeer{e.peer(), 0.0};
+            report_lost_peer(t, cfg.stats_rank, lost, lambda - 1, sum.epoch, before + sum.steps, elapsed());
         }
-        const bool complete = std::all_of(into.begin(), into.end(), [&](int64_t x) { return x == steps_per_epoch; });
-        if (complete) {
-            sum.epoch = epoch;
-            boundary_steps += steps_per_epoch;
-            sum.spreads.push_back(spread);
-        }
-        sum.stopped = counts[stop_at] > 0.0f && (!complete || epoch < cfg.epochs);
-        if (sum.stopped) reports.finish(sum.steps, sum.compute_s, sum.wait_s);
-        if (!root) continue;
-        if (complete) send_epoch(epoch, spread, false);
-        if (cfg.checkpoint && (sum.stopped || epoch < cfg.epochs)) {
-            // Within the epoch: its samples so far, short of the boundary (a resumed run counts it
-            // as not yet done).
-            const int64_t samples = complete ? epoch * cfg.samples_per_epoch
-                                             : (epoch - 1) * cfg.samples_per_epoch +
-                                                   std::min(partial_samples, cfg.samples_per_epoch - 1);
-            std::vector<int64_t> taken(static_cast<size_t>(lambda), boundary_steps);
-            if (!complete)
-                for (int j = 0; j < lambda; ++j) taken[static_cast<size_t>(j)] += into[static_cast<size_t>(j)];
-            cfg.checkpoint(sum.stopped ? "signal" : "epoch", avg.data(), boundary_steps, taken, samples, elapsed());
-        }
-        if (sum.stopped) {
-            const RunEnd end{kEndSignal, sum.epoch, boundary_steps, elapsed()};
-            t.send(cfg.stats_rank, kRunEnd, &end, sizeof end);
-        }
+        throw;
     }
-    // Push: how many models each learner must still take before its serving thread stops (the
-    // counts are exact in floats far beyond any run's exchanges).
-    int64_t expected = 0;
-    if (cfg.mode == GossipMode::Push) {
-        for (int j = 0; j < lambda; ++j) counts[static_cast<size_t>(j)] = static_cast<float>(sent_to[static_cast<size_t>(j)]);
-        group.start(counts.data(), counts.size());
-        if (!group.wait_all(keep_waiting)) throw gone();
-        expected = static_cast<int64_t>(counts[static_cast<size_t>(me)]);
-    }
-    exchange.stop(expected);
-    sum.average = std::move(avg);
-    if (root && !await_stats_server(t, cfg.stats_rank, epochs_sent, keep_waiting)) throw gone();
     return sum;
 }
 

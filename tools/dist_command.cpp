@@ -358,8 +358,10 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
                 // The first learner noticed a lost rank (and told the statistics server): no
                 // decentralized method goes on without one of its learners. The others may wait
                 // for it forever: only ending the whole job frees them.
-                say(protocol.name() + ": " + e.what() + ". The newest checkpoint is " + checkpoint_path(o.output) +
-                    "; go on with: rudra dist --resume " + o.output + " (with as many learners as answer)");
+                const std::string who = e.peer() >= 0 ? "rank " + std::to_string(e.peer()) : std::string("a rank");
+                say(protocol.name() + ": " + who + " lost (" + e.what() + "). The newest checkpoint is " +
+                    checkpoint_path(o.output) + "; go on with: rudra dist --resume " + o.output +
+                    " (with as many learners as answer)");
                 say(protocol.name() + ": ending the job with exit code " + std::to_string(kExitLearnerLost));
                 usleep(500000);  // the statistics server logs the loss meanwhile
                 mpi.peer_lost();
