@@ -1,15 +1,12 @@
 #include "dist/update_rule.h"
 
+#include "nn/arena_loop.h"
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 
 namespace rudra::dist {
-namespace {
-// Arenas this large (a 61M-parameter model) are summed by the OpenMP team: one core would bound
-// the parameter server's updates.
-constexpr size_t kParallelFloats = size_t{1} << 18;
-}  // namespace
 
 UpdateRule::UpdateRule(const Protocol& protocol, nn::Solver& solver, nn::ParamStore& params, int learners,
                        UpdateRuleConfig config)
@@ -69,8 +66,7 @@ bool UpdateRule::add_gradient(int learner, int64_t ts, const float* grad) {
     const int taken = static_cast<int>(clock_.size());
 
     const float inv_c = 1.0f / static_cast<float>(taken);
-#pragma omp parallel for simd if (n >= kParallelFloats) schedule(static)
-    for (size_t i = 0; i < n; ++i) sum[i] *= inv_c;
+    nn::arena_loop(static_cast<long>(n), [&](long i) { sum[i] *= inv_c; });
     float scale = config_.base_scale;
     if (config_.modulation == LrModulation::Average)
         scale /= static_cast<float>(std::max(1.0, sigma_sum_ / static_cast<double>(taken)));
@@ -83,8 +79,7 @@ bool UpdateRule::add_gradient(int learner, int64_t ts, const float* grad) {
     const int64_t iteration = (samples_ - static_cast<int64_t>(taken) * config_.batch) / config_.reference_batch;
     if (protocol_.elastic()) {
         float* centre = params_.values();  // EASGD: the centre moves by the learner's elastic difference
-#pragma omp parallel for simd if (n >= kParallelFloats) schedule(static)
-        for (size_t i = 0; i < n; ++i) centre[i] += sum[i];
+        nn::arena_loop(static_cast<long>(n), [&](long i) { centre[i] += sum[i]; });
     } else {
         solver_.apply(sum, iteration, scale, last_momentum_);
     }
@@ -131,11 +126,9 @@ void UpdateRule::accumulate(const float* grad, float weight) {
     float* sum = sum_.data();
     const size_t n = params_.size();
     if (accumulated_++ == 0) {
-#pragma omp parallel for simd if (n >= kParallelFloats) schedule(static)
-        for (size_t i = 0; i < n; ++i) sum[i] = weight * grad[i];
+        nn::arena_loop(static_cast<long>(n), [&](long i) { sum[i] = weight * grad[i]; });
     } else {
-#pragma omp parallel for simd if (n >= kParallelFloats) schedule(static)
-        for (size_t i = 0; i < n; ++i) sum[i] += weight * grad[i];
+        nn::arena_loop(static_cast<long>(n), [&](long i) { sum[i] += weight * grad[i]; });
     }
 }
 

@@ -2,12 +2,9 @@
 
 #include <cmath>
 
+#include "nn/arena_loop.h"
+
 namespace rudra::nn {
-namespace {
-// Blobs this large are updated by the OpenMP team (a parameter server's 61M-parameter layers);
-// smaller ones by one thread, where starting the team would cost more than it saves.
-constexpr long kParallelFloats = 1L << 18;
-}  // namespace
 
 Solver::Solver(const SolverSpec& spec, ParamStore& params)
     : spec_(spec), params_(params), history_(params.size()) {}
@@ -27,27 +24,24 @@ void Solver::apply(const float* grads, int64_t iter, float lr_scale, float momen
         const float decay = static_cast<float>(spec_.weight_decay) * e.decay_mult;
         switch (spec_.type) {
             case SolverType::SGD:
-#pragma omp parallel for simd if (n >= kParallelFloats) schedule(static)
-                for (long i = 0; i < n; ++i) {
+                arena_loop(n, [&](long i) {
                     h[i] = momentum * h[i] + lr * (g[i] + decay * w[i]);
                     w[i] -= h[i];
-                }
+                });
                 break;
             case SolverType::Nesterov:
-#pragma omp parallel for simd if (n >= kParallelFloats) schedule(static)
-                for (long i = 0; i < n; ++i) {
+                arena_loop(n, [&](long i) {
                     const float prev = h[i];
                     h[i] = momentum * h[i] + lr * (g[i] + decay * w[i]);
                     w[i] -= (1.0f + momentum) * h[i] - momentum * prev;
-                }
+                });
                 break;
             case SolverType::AdaGrad:
-#pragma omp parallel for simd if (n >= kParallelFloats) schedule(static)
-                for (long i = 0; i < n; ++i) {
+                arena_loop(n, [&](long i) {
                     const float gi = g[i] + decay * w[i];
                     h[i] += gi * gi;
                     w[i] -= lr * gi / (std::sqrt(h[i]) + delta);
-                }
+                });
                 break;
         }
     }
