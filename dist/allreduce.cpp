@@ -184,10 +184,7 @@ AllreduceSummary run_allreduce_learner(Transport& t, SumGroup& group, const Allr
     } catch (const PeerError& e) {
         // A lost peer, named by a wait that gave up or by the transport (a send to a dead rank):
         // the first learner has the statistics server log it and the run's end.
-        if (root) {
-            const SilentPeer lost = watch.lost().rank >= 0 ? watch.lost() : SilentPeer{e.peer(), 0.0};
-            report_lost_peer(t, cfg.stats_rank, lost, lambda - 1, epoch, cfg.start_steps + sum.steps, elapsed());
-        }
+        if (root) report_lost_peer(t, cfg.stats_rank, watch.lost(e), lambda - 1, epoch, cfg.start_steps + sum.steps, elapsed());
         throw;
     }
     return sum;

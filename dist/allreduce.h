@@ -92,7 +92,9 @@ public:
             return lost_.rank < 0;
         };
     }
-    const SilentPeer& lost() const { return lost_; }
+    // The peer behind `e`: the one a wait gave up on, or the one the transport named (a send to a
+    // dead rank fails before the peer timeout).
+    SilentPeer lost(const PeerError& e) const { return lost_.rank >= 0 ? lost_ : SilentPeer{e.peer(), 0.0}; }
     PeerError gone() const {
         return PeerError(lost_.rank, method_ + ": rank " + std::to_string(lost_.rank) +
                                          " stopped answering (silent longer than the peer timeout); " + method_ +

@@ -21,7 +21,6 @@ const char* lane_name(Lane lane) {
         case Lane::Main: return "main";
         case Lane::Pull: return "pullWeights";
         case Lane::Push: return "pushGradient";
-        case Lane::Serve: return "serve";
     }
     return "?";
 }
@@ -55,9 +54,9 @@ std::string Timeline::events_json() const {
         << nlohmann::json{{"name", "process_sort_index"}, {"ph", "M"}, {"pid", rank_}, {"args", {{"sort_index", rank_}}}}
                .dump()
         << "\n";
-    bool seen[4] = {false, false, false, false};
+    bool seen[3] = {false, false, false};
     for (const Span& s : spans_) seen[static_cast<int>(s.lane)] = true;
-    for (int lane = 0; lane < 4; ++lane)
+    for (int lane = 0; lane < 3; ++lane)
         if (seen[lane])
             out << nlohmann::json{{"name", "thread_name"},
                                   {"ph", "M"},

@@ -13,7 +13,7 @@
 namespace rudra::dist {
 
 // The rows of a rank in the trace: one per thread that records.
-enum class Lane : int { Main = 0, Pull = 1, Push = 2, Serve = 3 };
+enum class Lane : int { Main = 0, Pull = 1, Push = 2 };
 
 class Timeline {
 public:

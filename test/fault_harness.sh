@@ -50,3 +50,18 @@ term_ranks() {
   proxy=$(pgrep -P "$(pgrep -P "$(cat "$work/$1.pid")" -x mpiexec)" -x hydra_pmi_proxy)
   pkill -TERM -P "$proxy" -x rudra
 }
+# kill -9 of rank RANK of background run NAME, then waits for the run: its exit code in $rc,
+# the seconds from the kill to the run's end in $took.
+kill_rank() {  # kill_rank NAME RANK
+  local t0
+  kill -9 "$(rank_pid "$2")"
+  t0=$(date +%s)
+  finish_run "$1"
+  took=$(($(date +%s) - t0))
+}
+# After kill_rank: the run ended with exit 3 within 30 s.
+ended_for_lost_learner() {  # ended_for_lost_learner NAME
+  [ "$rc" = 3 ] && pass || { fail "$1: exit $rc, wanted 3"; tail -20 "$work/$1.log"; }
+  [ "$took" -le 30 ] && pass || fail "$1: stopped after $took s"
+  echo "$1: the job ended $took s after the kill (peer timeout 3 s)"
+}

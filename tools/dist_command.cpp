@@ -207,15 +207,7 @@ int run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, const dist:
         nn::Snapshot snap = run.snapshot(static_cast<uint64_t>(rule.timestamp()), static_cast<uint64_t>(rule.samples()),
                                          s.spec.seed);
         const int64_t epoch = rule.samples() / pc.samples_per_epoch;
-        snap.metadata = nlohmann::ordered_json{{"format", "rudra dist checkpoint"},
-                                               {"reason", reason},
-                                               {"written_at", utc_now()},
-                                               {"epoch", epoch},
-                                               {"elapsed_s", elapsed()},
-                                               {"protocol", protocol.name()},
-                                               {"settings", settings},
-                                               {"rule", rule.state()}}
-                            .dump();
+        snap.metadata = checkpoint_metadata(reason, epoch, elapsed(), protocol.name(), settings, rule.state());
         nn::write_snapshot(ck_path, snap);
         if (reason != "periodic" && reason != "epoch")
             say("PS: checkpoint (" + reason + ") at update " + std::to_string(rule.timestamp()) + ", epoch " +

@@ -225,6 +225,19 @@ void training_starts(dist::Transport& t, const Setup& s) {
     t.send(kStatsRank, dist::kRankStarted, &info, sizeof info);
 }
 
+std::string checkpoint_metadata(const std::string& reason, int64_t epoch, double elapsed_s, const std::string& protocol,
+                                const nlohmann::ordered_json& settings, const nlohmann::ordered_json& rule) {
+    return nlohmann::ordered_json{{"format", "rudra dist checkpoint"},
+                                  {"reason", reason},
+                                  {"written_at", utc_now()},
+                                  {"epoch", epoch},
+                                  {"elapsed_s", elapsed_s},
+                                  {"protocol", protocol},
+                                  {"settings", settings},
+                                  {"rule", rule}}
+        .dump();
+}
+
 CheckpointEvery parse_checkpoint_every(const std::string& text) {
     size_t used = 0;
     double v = -1;
@@ -255,19 +268,11 @@ void write_learners_checkpoint(const DistOptions& o, const Setup& s, const sessi
     const int64_t epoch = samples / std::max<int64_t>(1, samples_per_epoch);
     nn::Snapshot snap = run.snapshot(static_cast<uint64_t>(steps), static_cast<uint64_t>(samples), s.spec.seed);
     if (weights) std::copy(weights, weights + snap.params.size(), snap.params.begin());
-    snap.metadata = nlohmann::ordered_json{{"format", "rudra dist checkpoint"},
-                                           {"reason", reason},
-                                           {"written_at", utc_now()},
-                                           {"epoch", epoch},
-                                           {"elapsed_s", elapsed_s},
-                                           {"protocol", o.protocol},
-                                           {"settings", run_settings(o, lambda)},
-                                           {"rule",
-                                            {{"timestamp", steps},
-                                             {"samples", samples},
-                                             {"applied", taken.empty() ? std::vector<int64_t>(static_cast<size_t>(lambda), steps)
-                                                                       : taken}}}}
-                        .dump();
+    const nlohmann::ordered_json rule{
+        {"timestamp", steps},
+        {"samples", samples},
+        {"applied", taken.empty() ? std::vector<int64_t>(static_cast<size_t>(lambda), steps) : taken}};
+    snap.metadata = checkpoint_metadata(reason, epoch, elapsed_s, o.protocol, run_settings(o, lambda), rule);
     const std::string path = checkpoint_path(o.output);
     nn::write_snapshot(path, snap);
     if (reason != "epoch" && reason != "periodic")

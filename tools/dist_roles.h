@@ -55,6 +55,12 @@ CheckpointEvery parse_checkpoint_every(const std::string& text);
 // then tells the statistics server its start-up time and resident memory.
 void training_starts(dist::Transport& t, const Setup& s);
 
+// A checkpoint's metadata, for the PS protocols and the decentralized ones alike: its format, why
+// and when it was written, where the run stood, the settings that define it, and the protocol's
+// counters ("rule": timestamp, samples, each learner's "applied"...).
+std::string checkpoint_metadata(const std::string& reason, int64_t epoch, double elapsed_s, const std::string& protocol,
+                                const nlohmann::ordered_json& settings, const nlohmann::ordered_json& rule);
+
 std::string utc_now();
 void say(const std::string& line);  // a line on stdout, flushed
 std::vector<int> ranks_from(int first, int size);
