@@ -2,38 +2,64 @@
 # Rank 0's traffic per update (the parameter server, or all-reduce's first learner) at several
 # learner counts, from the "traffic" line that ends each run's metrics.jsonl: messages and bytes
 # through rank 0 for each update, and how many of the PS's replies to pulls carried weights.
-# The figure the tree topologies must cut by about their fan-in.
+# The figure the tree topologies must cut by about their fan-in: under TOPOLOGIES="base adv", the
+# adv runs emulate nodes of RANKS_PER_NODE ranks (a leaf PS and its learners on each), with as
+# many ranks as give the same lambda learners.
 # Usage: bench/root_traffic.sh RUDRA_BINARY DATA_DIR OUT [TRAIN_LIMIT=3000]
-#        environment: LAMBDAS="8 16 30", PROTOCOLS="softsync async allreduce", BATCH=4
+#        environment: LAMBDAS="8 16 30", PROTOCOLS="softsync async allreduce", BATCH=4,
+#        TOPOLOGIES="base", RANKS_PER_NODE=8
 set -uo pipefail
 rudra=$(readlink -f "$1") data=$2 out=$3 limit=${4:-3000}
 here=$(cd "$(dirname "$0")" && pwd)
 solver=$here/../models/cifar10_full_28/cifar10_full_28_solver.prototxt
 mkdir -p "$out"
 export OMP_NUM_THREADS=1
-echo "| protocol | lambda | updates | rank 0 messages / update | rank 0 MB / update | sent MB | received MB | replies with weights | replies without |"
-echo "|---|---|---|---|---|---|---|---|---|"
+per_node=${RANKS_PER_NODE:-8}
+# The fewest ranks whose adv layout (nodes of per_node consecutive ranks; ranks 0 and 1 on the
+# first; a leaf PS per node) has exactly $1 learners.
+adv_ranks() {
+  python3 -c '
+import sys
+want, k = int(sys.argv[1]), int(sys.argv[2])
+for n in range(want + 3, 4 * want + 8):
+    learners, ok = 0, True
+    for first in range(0, n, k):
+        m = len([r for r in range(first, min(first + k, n)) if r >= 2])
+        if m == 1: ok = False
+        if m >= 2: learners += m - 1
+    if ok and learners == want:
+        print(n); break' "$1" "$per_node"
+}
+echo "| topology | protocol | lambda | ranks | updates | rank 0 messages / update | rank 0 MB / update | sent MB | received MB | replies with weights | replies without |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
+for topology in ${TOPOLOGIES:-base}; do
 for proto in ${PROTOCOLS:-softsync async allreduce}; do
   for lambda in ${LAMBDAS:-8 16 30}; do
-    dir=$out/$proto-$lambda ranks=$((lambda + 2)) extra=()
+    dir=$out/$topology-$proto-$lambda ranks=$((lambda + 2)) extra=()
     case $proto in
       softsync) extra=(--n 1) ;;
       allreduce) ranks=$((lambda + 1)) ;;
     esac
+    if [ "$topology" = adv ]; then
+      [ "$proto" = allreduce ] && continue
+      ranks=$(adv_ranks "$lambda")
+      extra+=(--topology adv --ranks-per-node "$per_node")
+    fi
     rm -rf "$dir"
     timeout -k 10 1800 mpiexec -n "$ranks" "$rudra" dist "$solver" --data "$data" --train-limit "$limit" --test-limit 500 \
       --protocol "$proto" "${extra[@]}" --batch "${BATCH:-4}" --epochs 1 --wait-sleep-us 2000 -o "$dir" >"$dir.log" 2>&1 ||
       { echo "root_traffic: $dir failed, see $dir.log" >&2; continue; }
-    python3 - "$dir/metrics.jsonl" "$proto" "$lambda" <<'EOF'
+    python3 - "$dir/metrics.jsonl" "$proto" "$lambda" "$topology" "$ranks" <<'EOF'
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
 updates = [l for l in lines if l.get("event") == "epoch"][-1]["updates"]
 r0 = [l for l in lines if l.get("event") == "traffic"][-1]["ranks"][0]
 msgs = r0["sent_messages"] + r0["received_messages"]
 mb = (r0["sent_bytes"] + r0["received_bytes"] + r0.get("sum_bytes", 0)) / 1e6
-print(f"| {sys.argv[2]} | {sys.argv[3]} | {updates} | {msgs / updates:.1f} | {mb / updates:.2f} | "
+print(f"| {sys.argv[4]} | {sys.argv[2]} | {sys.argv[3]} | {sys.argv[5]} | {updates} | {msgs / updates:.1f} | {mb / updates:.2f} | "
       f"{r0['sent_bytes'] / 1e6:.0f} | {r0['received_bytes'] / 1e6:.0f} | {r0.get('weight_replies', '-')} | "
       f"{r0.get('empty_replies', '-')} |")
 EOF
   done
+done
 done

@@ -25,6 +25,7 @@ enum Tag : int {
     kGossipRequest = 15,  // gossip-pull learner -> a peer: send me your model (empty)
     kGossipModel = 16,    // gossip learner -> a peer: my model (pull's answer, or push's gift)
     kRankStarted = 17,    // any rank -> statistics server, once training starts: RankStarted
+    kGradientSum = 18,    // leaf PS -> its parent (adv): a sum of gradients, and whose they are
 };
 
 // What a rank took to get going: the seconds from its process's start until it was ready (MPI,
@@ -48,6 +49,18 @@ struct WeightsReply {
 struct GradientHeader {
     int64_t ts;
     double loss;
+};
+
+// A relayed sum (Rudra-adv): the header, the summed gradient's floats, then `count` entries
+// naming each gradient in it, so that the root counts and clocks them one by one. The floats come
+// first so that the sum is accumulated in place, at a fixed offset, however many entries follow.
+struct GradientSumHeader {
+    int64_t count;
+};
+
+struct GradientSumEntry {
+    int64_t learner_rank;
+    int64_t ts;
 };
 
 // A rank's traffic so far (dist/traffic.h), inside the messages it sends the statistics server.

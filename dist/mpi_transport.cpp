@@ -78,6 +78,19 @@ std::pair<int, int> node_size_and_rank() {
 int MpiSession::ranks_on_this_node() { return node_size_and_rank().first; }
 int MpiSession::rank_on_this_node() { return node_size_and_rank().second; }
 
+std::vector<int> MpiSession::node_of_each_rank() {
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int rank = 0, size = 1, lowest = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Allreduce(&rank, &lowest, 1, MPI_INT, MPI_MIN, node);
+    MPI_Comm_free(&node);
+    std::vector<int> nodes(static_cast<size_t>(size), 0);
+    MPI_Allgather(&lowest, 1, MPI_INT, nodes.data(), 1, MPI_INT, MPI_COMM_WORLD);
+    return nodes;
+}
+
 std::vector<uint8_t> MpiSession::share_on_node(const std::function<std::vector<uint8_t>()>& make,
                                                const WaitPolicy& policy) {
     // The node's communicator first, all ranks together (a blocking collective polls: ranks

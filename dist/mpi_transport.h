@@ -34,6 +34,8 @@ public:
     static int ranks_on_this_node();
     // This rank's index among them (0-based).
     static int rank_on_this_node();
+    // Collective: for every rank of the job, a number naming its node (the lowest rank on it).
+    static std::vector<int> node_of_each_rank();
     // Collective over the ranks of this node: the first one calls `make`, and every one returns
     // its bytes (broadcast over shared memory), so that one rank per node does the work behind
     // them while the others sleep under `policy`.

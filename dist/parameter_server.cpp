@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -27,7 +28,26 @@ ParameterServer::ParameterServer(Transport& transport, UpdateRule& rule, nn::Par
                                  PsHooks hooks)
     : t_(transport), rule_(rule), params_(params), config_(std::move(config)), hooks_(std::move(hooks)) {
     if (!hooks_.heartbeat) throw std::logic_error("ParameterServer needs a Heartbeat");
-    for (int r : config_.learner_ranks) learners_.push_back(Learner{r});
+    int max_rank = 0;
+    for (int r : config_.learner_ranks) max_rank = std::max(max_rank, r);
+    learner_of_rank_.assign(static_cast<size_t>(max_rank) + 1, -1);
+    for (size_t i = 0; i < config_.learner_ranks.size(); ++i) {
+        const int r = config_.learner_ranks[i];
+        learner_of_rank_[static_cast<size_t>(r)] = static_cast<int>(i);
+        learners_.push_back(Learner{r, static_cast<int>(i)});
+    }
+    if (config_.relays.empty()) {
+        for (int r : config_.learner_ranks) children_.push_back(Child{r});
+    } else {
+        for (const PsConfig::Relay& relay : config_.relays) {
+            for (int r : relay.learner_ranks) {
+                const int i = r < static_cast<int>(learner_of_rank_.size()) ? learner_of_rank_[static_cast<size_t>(r)] : -1;
+                if (i < 0) throw std::logic_error("PS: rank " + std::to_string(r) + " below a leaf PS is not a learner");
+                learners_[static_cast<size_t>(i)].child = static_cast<int>(children_.size());
+            }
+            children_.push_back(Child{relay.rank, true});
+        }
+    }
     in_.reserve(sizeof(GradientHeader) + params_.size() * sizeof(float));
     out_.reserve(sizeof(EpochWeightsHeader) + params_.size() * sizeof(float));
 }
@@ -102,7 +122,7 @@ void ParameterServer::maybe_checkpoint() {
 }
 
 void ParameterServer::answer_deferred() {
-    for (Learner& l : learners_) {
+    for (Child& l : children_) {
         if (!l.deferred || l.lost) continue;
         if (stopping_) {
             l.deferred = false;
@@ -141,10 +161,36 @@ void ParameterServer::stop_run(PsResult::End end, const std::string& why) {
     answer_deferred();
 }
 
+void ParameterServer::tell_stats_lost(int rank, double silent_s, bool fatal) {
+    if (stats_lost_) return;
+    pack(out_, LearnerLost{rank, elapsed(), silent_s, live_learners(), fatal ? 1 : 0});
+    send_out(config_.stats_rank, kLearnerLost);
+}
+
+// A leaf PS is lost, and with it every learner below it.
+void ParameterServer::lose_relay(int index, double silent_s) {
+    Child& c = children_[static_cast<size_t>(index)];
+    c.lost = true;
+    c.deferred = false;
+    hooks_.heartbeat->stop_notifying(c.rank);
+    result_.lost_ranks.push_back(c.rank);
+    if (hooks_.log)
+        hooks_.log("PS: leaf parameter server rank " + std::to_string(c.rank) + " lost after " +
+                   seconds_text(elapsed()) + ": silent for " + seconds_text(silent_s) +
+                   "; the learners below it are lost with it");
+    for (size_t i = 0; i < learners_.size(); ++i)
+        if (learners_[i].child == index && !learners_[i].lost) lose_learner(static_cast<int>(i), silent_s);
+    tell_stats_lost(c.rank, silent_s, rule_.protocol().synchronous());
+}
+
 void ParameterServer::lose_learner(int index, double silent_s) {
     Learner& l = learners_[static_cast<size_t>(index)];
     l.lost = true;
-    l.deferred = false;
+    Child& c = children_[static_cast<size_t>(l.child)];
+    if (!c.relay) {
+        c.lost = true;
+        c.deferred = false;
+    }
     hooks_.heartbeat->stop_notifying(l.rank);
     result_.lost_ranks.push_back(l.rank);
     const int live = live_learners();
@@ -153,10 +199,7 @@ void ParameterServer::lose_learner(int index, double silent_s) {
         hooks_.log("PS: learner rank " + std::to_string(l.rank) + " lost after " + seconds_text(elapsed()) +
                    ": silent for " + seconds_text(silent_s) + " (dead, stopped or cut off); " +
                    (fatal ? std::string("hardsync cannot go on without it") : std::to_string(live) + " learners go on"));
-    if (!stats_lost_) {
-        pack(out_, LearnerLost{l.rank, elapsed(), silent_s, live, fatal ? 1 : 0});
-        send_out(config_.stats_rank, kLearnerLost);
-    }
+    tell_stats_lost(l.rank, silent_s, fatal);
     if (fatal) {
         stop_run(PsResult::End::LearnerLost, "learner rank " + std::to_string(l.rank) +
                                                  " stopped answering, and hardsync needs every learner");
@@ -167,9 +210,15 @@ void ParameterServer::lose_learner(int index, double silent_s) {
 
 void ParameterServer::check_peers() {
     Heartbeat& hb = *hooks_.heartbeat;
+    for (size_t i = 0; i < children_.size(); ++i) {
+        const Child& c = children_[i];
+        if (!c.relay || c.lost || c.bye) continue;
+        const double silent = hb.silent_s(c.rank);
+        if (silent > config_.peer_timeout_s) lose_relay(static_cast<int>(i), silent);
+    }
     for (size_t i = 0; i < learners_.size(); ++i) {
         const Learner& l = learners_[i];
-        if (l.lost || l.bye) continue;
+        if (l.lost || children_[static_cast<size_t>(l.child)].bye) continue;
         const double silent = hb.silent_s(l.rank);
         if (silent > config_.peer_timeout_s) lose_learner(static_cast<int>(i), silent);
     }
@@ -198,11 +247,42 @@ void ParameterServer::after_update() {
     maybe_checkpoint();
 }
 
-void ParameterServer::handle_learner(const Envelope& e, int index) {
-    Learner& l = learners_[static_cast<size_t>(index)];
+// A leaf PS's sum: its gradients are counted, clocked and weighed one by one, as if each had come
+// alone; those of learners lost meanwhile are dropped with the sum (it cannot be split).
+void ParameterServer::take_gradient_sum(const Envelope& e, int index) {
+    const auto h = unpack_header<GradientSumHeader>(in_);
+    const size_t floats = params_.size() * sizeof(float);
+    if (h.count < 1 || in_.size() != sizeof(GradientSumHeader) + floats + static_cast<size_t>(h.count) * sizeof(GradientSumEntry))
+        throw std::runtime_error("PS: a sum of " + std::to_string(h.count) + " gradients in " +
+                                 std::to_string(in_.size()) + " bytes from rank " + std::to_string(e.source) +
+                                 " does not match the model");
+    bundle_.clear();
+    const char* entries = in_.data() + sizeof(GradientSumHeader) + floats;
+    for (int64_t k = 0; k < h.count; ++k) {
+        GradientSumEntry entry;
+        std::memcpy(&entry, entries + k * static_cast<int64_t>(sizeof entry), sizeof entry);
+        const int r = static_cast<int>(entry.learner_rank);
+        const int i = r >= 0 && r < static_cast<int>(learner_of_rank_.size()) ? learner_of_rank_[static_cast<size_t>(r)] : -1;
+        if (i < 0 || learners_[static_cast<size_t>(i)].child != index)
+            throw std::runtime_error("PS: a sum from rank " + std::to_string(e.source) + " holds a gradient of rank " +
+                                     std::to_string(r) + ", which is not a learner below it");
+        if (learners_[static_cast<size_t>(i)].lost) {
+            result_.dropped_gradients += h.count;
+            return;
+        }
+        bundle_.push_back(BundledGradient{i, entry.ts});
+    }
+    const float* sum = reinterpret_cast<const float*>(in_.data() + sizeof(GradientSumHeader));
+    const Span span(config_.timeline, "gradient sum (and update)");
+    if (rule_.add_bundle(bundle_, sum)) after_update();
+}
+
+void ParameterServer::handle_child(const Envelope& e, int index) {
+    Child& l = children_[static_cast<size_t>(index)];
     if (l.lost) {  // back from a stop, or late: it is out of this run
         if (e.tag == kWeightsRequest) reply_stop(l.rank);
         if (e.tag == kGradient) ++result_.dropped_gradients;
+        if (e.tag == kGradientSum) result_.dropped_gradients += unpack_header<GradientSumHeader>(in_).count;
         return;
     }
     switch (e.tag) {
@@ -223,18 +303,29 @@ void ParameterServer::handle_learner(const Envelope& e, int index) {
                 ++result_.dropped_gradients;
                 break;
             }
+            if (l.relay) throw std::runtime_error("PS: a single gradient from a leaf PS");
             const auto h = unpack_header<GradientHeader>(in_);
             if (in_.size() != sizeof(GradientHeader) + params_.size() * sizeof(float))
                 throw std::runtime_error("PS: gradient of " + std::to_string(in_.size()) + " bytes from rank " +
                                          std::to_string(e.source) + " does not match the model");
             const float* grad = reinterpret_cast<const float*>(in_.data() + sizeof(GradientHeader));
             const Span span(config_.timeline, "gradient (and update)");
-            if (rule_.add_gradient(index, h.ts, grad)) after_update();
+            if (rule_.add_gradient(learner_of_rank_[static_cast<size_t>(l.rank)], h.ts, grad)) after_update();
             break;
         }
+        case kGradientSum:
+            if (!l.relay) throw std::runtime_error("PS: a sum of gradients from a learner");
+            if (stopping_) {
+                result_.dropped_gradients += unpack_header<GradientSumHeader>(in_).count;
+                break;
+            }
+            take_gradient_sum(e, index);
+            break;
         case kBye:
             l.bye = true;
             hooks_.heartbeat->stop_notifying(l.rank);
+            for (const Learner& below : learners_)  // a leaf PS says goodbye after its learners
+                if (&children_[static_cast<size_t>(below.child)] == &l) hooks_.heartbeat->stop_notifying(below.rank);
             break;
         default:
             throw std::runtime_error("PS: unexpected message tag " + std::to_string(e.tag) + " from rank " +
@@ -290,7 +381,7 @@ PsResult ParameterServer::run() {
     double next_check = 0.0;
     for (;;) {
         const bool learners_done =
-            std::all_of(learners_.begin(), learners_.end(), [](const Learner& l) { return l.bye || l.lost; });
+            std::all_of(children_.begin(), children_.end(), [](const Child& l) { return l.bye || l.lost; });
         if (learners_done) {
             if (!stopping_) stop_run(PsResult::End::LearnerLost, "every learner stopped answering");
             if (result_.stats_done || stats_lost_) break;
@@ -303,13 +394,13 @@ PsResult ParameterServer::run() {
                 hb.heard(e->source);
                 handle_stats(*e);
             } else {
-                auto it = std::find_if(learners_.begin(), learners_.end(),
-                                       [&](const Learner& l) { return l.rank == e->source; });
-                if (it == learners_.end())
-                    throw std::runtime_error("PS: message from rank " + std::to_string(e->source) +
-                                             ", which is not a learner");
+                auto it = std::find_if(children_.begin(), children_.end(),
+                                       [&](const Child& l) { return l.rank == e->source; });
+                if (it == children_.end())
+                    throw std::runtime_error("PS: message from rank " + std::to_string(e->source) + ", which is not " +
+                                             (config_.relays.empty() ? "a learner" : "a leaf parameter server"));
                 hb.heard(e->source);
-                handle_learner(*e, static_cast<int>(it - learners_.begin()));
+                handle_child(*e, static_cast<int>(it - children_.begin()));
             }
         } catch (const PeerError&) {
             throw;

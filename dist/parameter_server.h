@@ -24,7 +24,14 @@ namespace rudra::dist {
 class Timeline;
 
 struct PsConfig {
-    std::vector<int> learner_ranks;
+    std::vector<int> learner_ranks;  // a learner's index (counts, clocks, checkpoints) is its place here
+    // Rudra-adv: the leaf parameter servers that talk to this one, each with the learners below
+    // it; they send sums of gradients (kGradientSum). Empty: the learners talk to the PS.
+    struct Relay {
+        int rank = 0;
+        std::vector<int> learner_ranks;
+    };
+    std::vector<Relay> relays;
     int stats_rank = 1;
     int64_t samples_per_epoch = 0;  // an epoch: gradients covering the training set once
     int epochs = 1;
@@ -71,12 +78,15 @@ public:
 
 private:
     double elapsed() const;
-    void handle_learner(const Envelope& e, int learner);
+    void handle_child(const Envelope& e, int child);
+    void take_gradient_sum(const Envelope& e, int child);
     void handle_stats(const Envelope& e);
     void after_update();
     void check_peers();
     std::optional<Envelope> receive(double wait_s);
     void lose_learner(int learner, double silent_s);
+    void lose_relay(int child, double silent_s);
+    void tell_stats_lost(int rank, double silent_s, bool fatal);
     void stop_run(PsResult::End end, const std::string& why);
     void answer_deferred();
     void reply(int rank, int64_t have_ts);
@@ -95,13 +105,23 @@ private:
     std::vector<char> in_, out_;               // message buffers, reused
     std::vector<std::vector<char>> abandoned_;  // buffers of sends to lost peers, still posted
 
-    struct Learner {
+    // The ranks that push and pull here: the learners (base), or the leaf PSs (adv).
+    struct Child {
         int rank = 0;
+        bool relay = false;
         bool bye = false, lost = false;
-        bool deferred = false;  // a hardsync request waiting for its timestamp
+        bool deferred = false;  // a request waiting for its timestamp (hardsync, or a leaf PS's pull)
         WeightsRequest request{};
     };
+    struct Learner {
+        int rank = 0;
+        int child = 0;  // the index of the child it talks through (itself under base)
+        bool lost = false;
+    };
+    std::vector<Child> children_;
     std::vector<Learner> learners_;
+    std::vector<int> learner_of_rank_;  // by rank: the learner's index, or -1
+    std::vector<BundledGradient> bundle_;  // reused by take_gradient_sum
     bool stopping_ = false, stats_lost_ = false;
     int64_t epoch_ = 0;
     int64_t weight_replies_ = 0, empty_replies_ = 0;  // pulls answered with weights, and with "nothing newer"

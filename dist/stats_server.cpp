@@ -145,10 +145,11 @@ void run_stats_server(Transport& t, const StatsConfig& cfg, const std::function<
     traffic.at(static_cast<size_t>(t.rank())) = traffic_report(t);
     nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
     for (int r = 0; r < t.size(); ++r) {
-        nlohmann::ordered_json one{{"rank", r},
-                                   {"role", r == t.rank()         ? "statistics server"
-                                            : r == cfg.ps_rank && cfg.has_ps ? "parameter server"
-                                                                             : "learner"}};
+        const std::string role = static_cast<size_t>(r) < cfg.roles.size() ? cfg.roles[static_cast<size_t>(r)]
+                                 : r == t.rank()                            ? "statistics server"
+                                 : r == cfg.ps_rank && cfg.has_ps           ? "parameter server"
+                                                                            : "learner";
+        nlohmann::ordered_json one{{"rank", r}, {"role", role}};
         const RankStarted& s = started[static_cast<size_t>(r)];
         if (s.startup_s >= 0) {
             one["ready_s"] = std::round(s.ready_s * 100) / 100;

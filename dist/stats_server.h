@@ -6,6 +6,7 @@
 #pragma once
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -23,7 +24,8 @@ struct TestResult {
 struct StatsConfig {
     int ps_rank = 0;
     bool has_ps = true;  // false: rank ps_rank is the first learner of a decentralized run
-    int learners = 1;
+    int learners = 1;  // ranks whose last report ends the run: the learners (and adv's leaf PSs)
+    std::vector<std::string> roles;  // by rank, for the traffic line (empty: PS, statistics server, learners)
     size_t param_floats = 0;
     std::string protocol;
     int64_t start_samples = 0;  // a warm start's samples, so that its first epoch's images/s is right

@@ -18,19 +18,22 @@ UpdateRule::UpdateRule(const Protocol& protocol, nn::Solver& solver, nn::ParamSt
     if (protocol_.synchronous()) {
         early_.resize(static_cast<size_t>(learners));
         early_full_.assign(static_cast<size_t>(learners), 0);
+        bundled_.assign(static_cast<size_t>(learners), 0);
     }
 }
 
-bool UpdateRule::add_gradient(int learner, int64_t ts, const float* grad) {
+// Checks one gradient against the protocol and records it: its staleness, its place in the
+// update's vector clock and its samples. Returns the weight it takes in the sum.
+float UpdateRule::record(int learner, int64_t ts) {
+    if (learner < 0 || learner >= static_cast<int>(applied_.size()))
+        throw std::runtime_error("gradient from learner " + std::to_string(learner) + ", which is not one of the " +
+                                 std::to_string(applied_.size()) + " learners");
     if (ts > ts_ || ts < 0)
         throw std::runtime_error("gradient from learner " + std::to_string(learner) + " has timestamp " +
                                  std::to_string(ts) + ", ahead of the PS (" + std::to_string(ts_) + ")");
     if (protocol_.synchronous() && ts != ts_)
         throw std::runtime_error("hardsync: gradient of timestamp " + std::to_string(ts) + " while the PS is at " +
                                  std::to_string(ts_));
-    if (protocol_.synchronous() && (learner < next_learner_ || early_full_.at(static_cast<size_t>(learner))))
-        throw std::runtime_error("hardsync: a second gradient of timestamp " + std::to_string(ts) + " from learner " +
-                                 std::to_string(learner));
     const int64_t sigma = ts_ - ts;
     stats_.record_gradient(learner, sigma);
     sigma_sum_ += static_cast<double>(sigma);
@@ -39,10 +42,17 @@ bool UpdateRule::add_gradient(int learner, int64_t ts, const float* grad) {
     clock_.push_back(ts);
     pending_learners_.push_back(learner);
     samples_ += config_.batch;
+    return config_.modulation == LrModulation::PerGradient && !protocol_.elastic()
+               ? 1.0f / static_cast<float>(std::max<int64_t>(sigma, 1))
+               : 1.0f;
+}
 
-    const float weight = config_.modulation == LrModulation::PerGradient && !protocol_.elastic()
-                             ? 1.0f / std::max<int64_t>(sigma, 1)
-                             : 1.0f;
+bool UpdateRule::add_gradient(int learner, int64_t ts, const float* grad) {
+    if (protocol_.synchronous() && learner >= 0 && learner < static_cast<int>(early_full_.size()) &&
+        (learner < next_learner_ || early_full_[static_cast<size_t>(learner)] || bundled_[static_cast<size_t>(learner)]))
+        throw std::runtime_error("hardsync: a second gradient of timestamp " + std::to_string(ts) + " from learner " +
+                                 std::to_string(learner));
+    const float weight = record(learner, ts);
     const size_t n = params_.size();
     if (!protocol_.synchronous()) {
         accumulate(grad, weight);
@@ -59,10 +69,35 @@ bool UpdateRule::add_gradient(int learner, int64_t ts, const float* grad) {
             early_full_[next_learner_] = 0;
         }
     }
+    return maybe_update();
+}
+
+bool UpdateRule::add_bundle(const std::vector<BundledGradient>& gradients, const float* sum) {
+    if (gradients.empty()) throw std::runtime_error("a relayed sum that holds no gradient");
+    if (config_.modulation == LrModulation::PerGradient && !protocol_.elastic())
+        throw std::logic_error("per-gradient modulation needs each gradient: not with relayed sums");
+    for (const BundledGradient& g : gradients) {
+        if (protocol_.synchronous()) {
+            const size_t l = static_cast<size_t>(g.learner);
+            if (g.learner >= 0 && l < bundled_.size() && bundled_[l])
+                throw std::runtime_error("hardsync: a second gradient of timestamp " + std::to_string(g.ts) +
+                                         " from learner " + std::to_string(g.learner));
+            if (g.learner >= 0 && l < bundled_.size()) bundled_[l] = 1;
+        }
+        record(g.learner, g.ts);
+    }
+    accumulate(sum, 1.0f);
+    return maybe_update();
+}
+
+// Applies the update once the protocol has its gradients.
+bool UpdateRule::maybe_update() {
     float* sum = sum_.data();
+    const size_t n = params_.size();
     const int c = protocol_.gradients_per_update();
     if (static_cast<int>(clock_.size()) < c) return false;
-    // With fewer live learners, c may have dropped below the gradients already pending.
+    // With fewer live learners, c may have dropped below the gradients already pending; a relayed
+    // sum is never split, so its gradients may take an update past c.
     const int taken = static_cast<int>(clock_.size());
 
     const float inv_c = 1.0f / static_cast<float>(taken);
@@ -87,6 +122,7 @@ bool UpdateRule::add_gradient(int learner, int64_t ts, const float* grad) {
     for (int l : pending_learners_) ++applied_[static_cast<size_t>(l)];
     clock_.clear();
     pending_learners_.clear();
+    std::fill(bundled_.begin(), bundled_.end(), 0);
     sigma_sum_ = 0.0;
     next_learner_ = 0;
     accumulated_ = 0;
@@ -119,6 +155,7 @@ void UpdateRule::restore_state(const nlohmann::json& j) {
     pending_learners_.clear();
     accumulated_ = 0;
     next_learner_ = 0;
+    std::fill(bundled_.begin(), bundled_.end(), 0);
 }
 
 // sum = weight * grad for the first gradient of an update, sum += weight * grad after it.

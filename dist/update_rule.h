@@ -37,6 +37,12 @@ struct UpdateRuleConfig {
     int64_t start_samples = 0;
 };
 
+// One gradient inside a relayed sum (Rudra-adv): its learner and the timestamp it was computed from.
+struct BundledGradient {
+    int learner = 0;
+    int64_t ts = 0;
+};
+
 class UpdateRule {
 public:
     UpdateRule(const Protocol& protocol, nn::Solver& solver, nn::ParamStore& params, int learners,
@@ -45,6 +51,10 @@ public:
     // Takes a gradient computed on the weights of timestamp `ts`. Returns true when it
     // completed an update (the timestamp then advanced by one).
     bool add_gradient(int learner, int64_t ts, const float* grad);
+    // Takes the sum of `gradients` (relayed by a leaf PS): each is counted, clocked and weighed
+    // for staleness as if it had come alone; the sum is never split, so an update may take more
+    // than c gradients. Not with per-gradient modulation, which must weigh each before the sum.
+    bool add_bundle(const std::vector<BundledGradient>& gradients, const float* sum);
 
     // Some learners were lost (asynchronous protocols only): later updates average as many
     // gradients as the protocol takes from `live` learners.
@@ -73,6 +83,8 @@ private:
     nn::ParamStore& params_;
     UpdateRuleConfig config_;
     void accumulate(const float* grad, float weight);
+    float record(int learner, int64_t ts);
+    bool maybe_update();
 
     kernels::AlignedBuffer sum_;
     std::vector<int64_t> clock_;  // timestamps of the pending gradients
@@ -84,6 +96,7 @@ private:
     int accumulated_ = 0;  // gradients in sum_
     std::vector<kernels::AlignedBuffer> early_;
     std::vector<char> early_full_;
+    std::vector<char> bundled_;  // hardsync: learners whose gradient came in a relayed sum
     StalenessStats stats_;
     int64_t ts_ = 0, samples_ = 0;
     double sigma_sum_ = 0.0, sigma_ema_ = 0.0;

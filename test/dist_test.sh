@@ -52,6 +52,28 @@ grep -q '"mb16ic1ih28' "$work/auto-cache.json" && grep -q '"mb100ic1ih28' "$work
   fail "auto: the cache holds the learners' shapes and the statistics server's"
 run many 16 --protocol softsync --n 2 --wait-sleep-us 50
 
+# Rudra-adv: nodes of 4 ranks, a leaf PS on each ({0,1,2,3} {4..7} {8,9}: leaves 2, 4, 8), the
+# root counting every relayed gradient; hardsync exact and never stale, the layout in the metrics.
+run adv_hardsync 10 --protocol hardsync --topology adv --ranks-per-node 4
+grep -q '"max":0,' "$work/adv_hardsync/staleness.json" && pass || fail "adv_hardsync: staleness always 0"
+head -1 "$work/adv_hardsync/metrics.jsonl" | grep -q '"layout":{"topology":"adv","fan_out":0,"ranks":\[{"rank":0,"role":"root parameter server","node":0},{"rank":1,"role":"statistics server","node":0},{"rank":2,"role":"leaf parameter server","node":0,"parent":0},{"rank":3,"role":"learner","node":0,"parent":2},{"rank":4,"role":"leaf parameter server","node":1,"parent":0}' &&
+  pass || { fail "adv_hardsync: the layout in the start line"; head -1 "$work/adv_hardsync/metrics.jsonl"; }
+grep -q '^  node 2: rank 8 leaf parameter server (parent 0), learners 9$' "$work/adv_hardsync.log" && pass ||
+  fail "adv_hardsync: the layout printed at start"
+# The root took sums from its 3 leaves, one per leaf and update (hardsync), never a learner's gradient.
+perl -MJSON::PP -e '
+  my ($updates, $r0); open(my $f, "<", $ARGV[0]) or die;
+  while (<$f>) { my $j = decode_json($_); $updates = $j->{updates} if ($j->{event} // "") eq "epoch";
+                 $r0 = $j->{ranks}[0] if ($j->{event} // "") eq "traffic" }
+  die "role $r0->{role}\n" unless $r0->{role} eq "root parameter server";
+  # per update: 3 sums and 3 pulls in, 3 weight replies out (and the statistics server: a few)
+  my $per = $r0->{received_messages} / $updates;
+  die "received $per messages per update\n" unless $per >= 5.5 && $per < 7.5;' "$work/adv_hardsync/metrics.jsonl" &&
+  pass || fail "adv_hardsync: rank 0 hears only its leaves"
+run adv_softsync 12 --protocol softsync --n 1 --topology adv --ranks-per-node 4 --fan-out 1 --mode overlap
+tail -1 "$work/adv_softsync/metrics.jsonl" | grep -q '{"rank":2,"role":"inner parameter server".*{"rank":8,"role":"leaf parameter server"' &&
+  pass || fail "adv_softsync: a chain of leaves with --fan-out 1"
+
 # All-reduce, no PS: rank 0 and ranks 2-3 learn, rank 1 tests. Deterministic, and it learns.
 allreduce() {  # allreduce NAME [ARGS...]
   local name=$1; shift
@@ -137,6 +159,12 @@ expect_error bad_beta "--beta must be in (0, 1], got 1.5" 5 --data "$data" --pro
 expect_error tau_elsewhere "--tau is a setting of --protocol easgd, gossip-pull and gossip-push" 5 --data "$data" --protocol async --tau 2
 expect_error beta_elsewhere "--beta is a setting of --protocol easgd" 4 --data "$data" --protocol gossip-pull --beta 0.5
 expect_error too_few "needs at least 3 ranks" 2 --data "$data" --protocol async
+expect_error adv_allreduce "--topology adv is a parameter-server tree for hardsync, softsync and async, not for --protocol allreduce" \
+  6 --data "$data" --protocol allreduce --topology adv
+expect_error adv_lone "node 2 has only rank 8 besides ranks 0 and 1" 9 --data "$data" --protocol async --topology adv --ranks-per-node 4
+expect_error adv_per_gradient "--lr-modulation per-gradient weighs each gradient before the sum" \
+  8 --data "$data" --protocol softsync --topology adv --ranks-per-node 4 --lr-modulation per-gradient
+expect_error per_node_base "--ranks-per-node is a setting of --topology adv" 5 --data "$data" --protocol async --ranks-per-node 2
 expect_error bad_data "data directory does not exist" 4 --protocol async --data "$work/nowhere"
 expect_error warm_done "has trained 2 epochs already" 4 --data "$data" --protocol async --epochs 2 \
   --warm-start "$work/hardsync/final.rudra"

@@ -56,6 +56,9 @@ nlohmann::ordered_json run_settings(const DistOptions& o, int learners) {
             {"warm_start", o.warm_start},
             {"tau", o.tau},
             {"beta", o.beta},
+            {"topology", o.topology},
+            {"ranks_per_node", o.ranks_per_node},
+            {"fan_out", o.fan_out},
             {"learners", learners}};
 }
 
@@ -98,6 +101,9 @@ void apply_checkpoint_settings(DistOptions& o, const DistCheckpoint& ck) {
     take(o, ck, "seed", "--seed", o.seed, false);
     take(o, ck, "tau", "--tau", o.tau, false);
     take(o, ck, "beta", "--beta", o.beta, false);
+    take(o, ck, "topology", "--topology", o.topology, true);
+    take(o, ck, "ranks_per_node", "--ranks-per-node", o.ranks_per_node, true);
+    take(o, ck, "fan_out", "--fan-out", o.fan_out, true);
     if (!o.given.count("--output")) o.output = fs::path(ck.path).parent_path().string();
     if (o.output.empty()) o.output = ".";
     o.warm_start.clear();  // the checkpoint replaces it

@@ -36,6 +36,7 @@
 #include "dist/messages.h"
 #include "dist/mpi_transport.h"
 #include "dist/parameter_server.h"
+#include "dist/topology.h"
 #include "dist/stats_server.h"
 #include "dist/update_rule.h"
 #include "kernels/sgemm/sgemm.h"
@@ -161,7 +162,10 @@ int run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, const dist:
     dist::UpdateRule rule(protocol, run.solver(), params, lambda, rc);
     dist::PsConfig pc;
     pc.timeline = s.timeline;
-    pc.learner_ranks = ranks_from(kFirstLearner, t.size());
+    pc.learner_ranks = s.layout.learners();
+    for (int child : s.layout.children(kPsRank))
+        if (s.layout.role(child) == dist::RankLayout::Role::Relay)
+            pc.relays.push_back({child, s.layout.learners_below(child)});
     pc.stats_rank = kStatsRank;
     pc.samples_per_epoch = sets.train.size();
     pc.epochs = o.epochs;
@@ -196,7 +200,7 @@ int run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, const dist:
         say("easgd: learners step locally with the solver's rate and exchange beta * (local - centre) every " +
             std::to_string(o.tau) + " steps, beta " + number_text(easgd_beta(o, lambda)) +
             (o.beta > 0 ? "" : " (0.9 / learners)") + "; the PS adds the differences to the centre");
-    std::fflush(stdout);
+    say(s.layout.describe());
 
     using Clock = std::chrono::steady_clock;
     const auto started = Clock::now();
@@ -296,12 +300,34 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
         parse_checkpoint_every(o.checkpoint_every);  // checked on every rank
         // No PS: every rank but the statistics server learns.
         const bool decentralized = o.protocol == "allreduce" || gossip;
-        const int lambda = transport.size() - (decentralized ? 1 : kFirstLearner);
+        const dist::Topology topology = dist::parse_topology(o.topology);
+        if (topology != dist::Topology::Base) {
+            if (decentralized || o.protocol == "easgd")
+                throw std::runtime_error("--topology " + o.topology + " is a parameter-server tree for hardsync, "
+                                         "softsync and async, not for --protocol " + o.protocol);
+            if (o.lr_modulation == "per-gradient")
+                throw std::runtime_error("--lr-modulation per-gradient weighs each gradient before the sum, and a "
+                                         "leaf PS sends sums: use average or none with --topology " + o.topology);
+        } else {
+            for (const char* opt : {"--ranks-per-node", "--fan-out"})
+                if (o.given.count(opt)) throw std::runtime_error(std::string(opt) + " is a setting of --topology adv");
+        }
+        std::vector<int> nodes(static_cast<size_t>(transport.size()), 0);
+        if (topology != dist::Topology::Base) {
+            if (o.ranks_per_node > 0) {
+                for (int r = 0; r < transport.size(); ++r) nodes[static_cast<size_t>(r)] = r / o.ranks_per_node;
+            } else {
+                nodes = dist::MpiSession::node_of_each_rank();  // collective: every rank is here
+            }
+        }
+        dist::RankLayout layout;
+        if (!decentralized) layout = dist::RankLayout::make(topology, nodes, o.fan_out);
+        const int lambda = decentralized ? transport.size() - 1 : static_cast<int>(layout.learners().size());
         if (o.mode != "base" && o.mode != "overlap") throw std::runtime_error("--mode must be base or overlap");
         const dist::Protocol protocol = dist::Protocol::parse(o.protocol, lambda, o.n);  // on every rank
         if (!o.lr_modulation.empty()) dist::parse_lr_modulation(o.lr_modulation);
-        const std::vector<int> learner_ranks = decentralized ? decentralized_learner_ranks(transport.size())
-                                                             : ranks_from(kFirstLearner, transport.size());
+        const std::vector<int> learner_ranks =
+            decentralized ? decentralized_learner_ranks(transport.size()) : layout.learners();
         const auto [straggler, factor] = parse_straggler(o.straggler, learner_ranks);  // on every rank
         if (straggler >= 0 && rank == kPsRank)
             say("rank " + std::to_string(straggler) + " is a straggler: its compute is slowed " +
@@ -313,11 +339,11 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
         if (!binding.message.empty() && rank == kPsRank) std::printf("rank 0 %s\n", binding.message.c_str());
         Setup s = read_setup(o);
         s.process_start = process_start;
+        s.layout = layout;
         std::unique_ptr<dist::Timeline> timeline;
         if (!o.timeline.empty()) {
-            const char* role = rank == kStatsRank                  ? "statistics server"
-                               : rank == kPsRank && !decentralized ? "parameter server"
-                                                                   : "learner";
+            const std::string role = decentralized ? (rank == kStatsRank ? "statistics server" : "learner")
+                                                   : layout.role_name(rank);
             timeline = std::make_unique<dist::Timeline>(rank, "rank " + std::to_string(rank) + ": " + role);
             s.timeline = timeline.get();
         }
@@ -365,6 +391,8 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
         } else if (rank == kStatsRank) {
             fs::create_directories(o.output);
             run_stats(o, s, transport, protocol, sets, heartbeat);
+        } else if (layout.role(rank) == dist::RankLayout::Role::Relay) {
+            run_relay_role(o, s, transport, protocol, sets, heartbeat);
         } else {
             run_learner_role(o, s, transport, protocol, sets, binding, straggle);
         }

@@ -16,6 +16,7 @@
 #include "dist/easgd.h"
 #include "dist/gossip.h"
 #include "dist/learner.h"
+#include "dist/relay_server.h"
 #include "dist/messages.h"
 #include "dist/stats_server.h"
 #include "nn/atomic_file.h"
@@ -127,11 +128,16 @@ void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, const d
     if (protocol.elastic() || protocol.gossip()) start["tau"] = o.tau;
     if (protocol.elastic()) start["beta"] = easgd_beta(o, lambda);
     if (!o.straggler.empty()) start["straggler"] = o.straggler;
+    if (protocol.has_parameter_server()) start["layout"] = s.layout.to_json();
     log.write(start);
     sc.ps_rank = kPsRank;
     sc.has_ps = protocol.has_parameter_server();
     sc.timeline = s.timeline;
     sc.learners = lambda;
+    if (protocol.has_parameter_server()) {
+        sc.learners += static_cast<int>(s.layout.relays().size());  // a leaf PS's last report carries its traffic
+        for (int r = 0; r < t.size(); ++r) sc.roles.push_back(s.layout.role_name(r));
+    }
     sc.param_floats = run.params().size();
     sc.protocol = protocol.name();
     sc.start_samples = s.resume ? s.resume->samples() : s.start_samples;
@@ -157,18 +163,19 @@ void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, 
     spec.seed = s.spec.seed + rank;  // each learner's own dropout stream
     // `auto` backends are measured once for the job: the first learner measures (or reads its
     // cache) and sends its choices to the other learners, whose nets have the same shapes.
-    const bool measure_once = spec.kernels.uses_auto() && t.size() > kFirstLearner + 1;
-    if (measure_once && rank != kFirstLearner) {
+    const std::vector<int>& learners = s.layout.learners();
+    const bool measure_once = spec.kernels.uses_auto() && learners.size() > 1;
+    if (measure_once && rank != learners[0]) {
         std::vector<char> text;
-        t.recv(kFirstLearner, dist::kKernelChoices, text);
+        t.recv(learners[0], dist::kKernelChoices, text);
         spec.kernels.conv.assign(text.begin(), text.end());
     }
     // EASGD's learners take local steps with a solver of their own.
     session::TrainingSession run(spec, sets, {.train_net = true, .test_net = false, .solver = protocol.elastic()});
-    if (measure_once && rank == kFirstLearner) {
+    if (measure_once && rank == learners[0]) {
         const std::string chosen = run.resolved_kernels().conv;
-        for (int r = kFirstLearner + 1; r < t.size(); ++r)
-            t.send(r, dist::kKernelChoices, chosen.data(), chosen.size());
+        for (size_t i = 1; i < learners.size(); ++i)
+            t.send(learners[i], dist::kKernelChoices, chosen.data(), chosen.size());
         std::printf("rank %d: --conv-backend %s for the learners: %s\n", rank, s.spec.kernels.conv.c_str(),
                     chosen.c_str());
         std::fflush(stdout);
@@ -176,7 +183,8 @@ void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, 
     // Each learner samples its own seeded stream over the whole training set; a resumed one
     // goes on after the samples of its gradients in the checkpoint's updates.
     // (EASGD: each of its differences stands for tau mini-batches.)
-    const int64_t taken = s.resume ? s.resume->applied(rank - kFirstLearner) * (protocol.elastic() ? o.tau : 1) : 0;
+    const int64_t taken =
+        s.resume ? s.resume->applied(s.layout.learner_index(rank)) * (protocol.elastic() ? o.tau : 1) : 0;
     const uint64_t position = static_cast<uint64_t>(taken) * static_cast<uint64_t>(run.batch());
     data::Prefetcher prefetch(sets.train, run.train_transform(), run.batch(),
                               s.spec.seed * 7919 + static_cast<uint64_t>(rank), position, binding.helper_thread);
@@ -201,13 +209,32 @@ void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, 
     work.compute = slowed([&]() { return run.compute_gradient(prefetch.next()); }, straggle);
     work.gradients = params.grads();
     dist::LearnerConfig lc;
-    lc.ps_rank = kPsRank;
+    lc.ps_rank = s.layout.parent(rank);  // rank 0, or under adv the leaf PS of this node
     lc.stats_rank = kStatsRank;
     lc.overlap = o.mode == "overlap";
     lc.synchronous = protocol.synchronous();
     lc.timeline = s.timeline;
     training_starts(t, s);
     dist::run_learner(t, lc, work);
+}
+
+void run_relay_role(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
+                    const data::TrainTest& sets, dist::Heartbeat& heartbeat) {
+    session::SessionSpec spec = s.spec;
+    spec.kernels.conv = "own";  // the net only sizes the parameters: no backend to choose
+    const session::TrainingSession run(spec, sets, {.train_net = true, .test_net = false, .solver = false});
+    dist::RelayConfig c;
+    c.parent = s.layout.parent(t.rank());
+    c.stats_rank = kStatsRank;
+    c.children = s.layout.children(t.rank());
+    c.param_floats = run.params().size();
+    const auto below = static_cast<int64_t>(s.layout.learners_below(t.rank()).size());
+    const auto lambda = static_cast<int64_t>(s.layout.learners().size());
+    c.share = std::max<int64_t>(1, protocol.gradients_per_update() * below / lambda);
+    c.peer_timeout_s = o.peer_timeout;
+    c.timeline = s.timeline;
+    training_starts(t, s);
+    dist::run_relay(t, c, heartbeat, say);
 }
 
 void training_starts(dist::Transport& t, const Setup& s) {

@@ -17,6 +17,7 @@
 #include "dist/heartbeat.h"
 #include "dist/learner.h"
 #include "dist/protocol.h"
+#include "dist/topology.h"
 #include "dist/transport.h"
 #include "nn/snapshot.h"
 #include "session/training_session.h"
@@ -39,6 +40,7 @@ struct Setup {
     // True once a signal has asked the run to stop (with a checkpoint).
     std::function<bool()> stop_requested;
     dist::Timeline* timeline = nullptr;  // --timeline: this rank's spans
+    dist::RankLayout layout;  // the PS protocols: who is a learner, a leaf PS, whose parent
     std::chrono::steady_clock::time_point process_start;  // this rank's
 
     const nn::LayerSpec& train_layer() const { return *spec.net.data_layer(nn::Phase::Train); }  // read_setup checks it
@@ -90,6 +92,9 @@ void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, const d
                const data::TrainTest& sets, dist::Heartbeat& heartbeat);
 void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
                       const data::TrainTest& sets, const Binding& binding, double straggle);
+// A leaf parameter server of --topology adv (dist/relay_server.h).
+void run_relay_role(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
+                    const data::TrainTest& sets, dist::Heartbeat& heartbeat);
 int run_allreduce_role(const DistOptions& o, const Setup& s, dist::Transport& t, dist::SumGroup& group,
                        const data::TrainTest& sets, const Binding& binding, dist::Heartbeat& heartbeat,
                        double straggle);

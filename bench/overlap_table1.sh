@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Table I of the paper: the overlap ratio (computation / (computation + communication), summed
+# over the learners) of Rudra-base and Rudra-adv in an adversarial scenario: a large model and a
+# tiny mini-batch. The model is cifar10_full_28 with an inner-product layer of WIDE outputs
+# inserted after pool3 (576 x WIDE weights: 16384 gives 9.4M parameters, a 38 MB gradient), and
+# the learners use mini-batch MU. The topologies alternate ROUNDS times, so that both see the
+# same machine; adv emulates nodes of RANKS_PER_NODE ranks (a leaf PS and its learners on each).
+# Prints one Markdown row per run and the median ratio per topology.
+# Usage: bench/overlap_table1.sh RUDRA_BINARY DATA_DIR OUT
+#        environment: LAMBDA=8 MU=4 WIDE=16384 TRAIN_LIMIT=512 ROUNDS=2 RANKS_PER_NODE=5
+#                     PROTOCOL=softsync MODE=base TOPOLOGIES="base adv"
+set -uo pipefail
+rudra=$(readlink -f "$1") data=$2 out=$3
+here=$(cd "$(dirname "$0")" && pwd)
+lambda=${LAMBDA:-8} mu=${MU:-4} wide=${WIDE:-16384} limit=${TRAIN_LIMIT:-512} rounds=${ROUNDS:-2}
+per_node=${RANKS_PER_NODE:-5} protocol=${PROTOCOL:-softsync} mode=${MODE:-base}
+mkdir -p "$out"
+export OMP_NUM_THREADS=1
+
+# The wide model: ip_wide (+ ReLU) between pool3 and ip1.
+model=$out/wide_train_test.prototxt solver=$out/wide_solver.prototxt
+perl -0pe 's/(layer \{\s*name: "ip1".*?bottom: )"pool3"/layer {\n  name: "ip_wide"\n  type: "InnerProduct"\n  bottom: "pool3"\n  top: "ip_wide"\n  inner_product_param {\n    num_output: '"$wide"'\n    weight_filler { type: "xavier" }\n    bias_filler { type: "constant" }\n  }\n}\nlayer {\n  name: "relu_wide"\n  type: "ReLU"\n  bottom: "ip_wide"\n  top: "ip_wide"\n}\n$1"ip_wide"/s' \
+  "$here/../models/cifar10_full_28/cifar10_full_28_train_test.prototxt" > "$model"
+grep -q '"ip_wide"' "$model" || { echo "overlap_table1: could not widen the model" >&2; exit 1; }
+sed -e "s|^net:.*|net: \"$model\"|" "$here/../models/cifar10_full_28/cifar10_full_28_solver.prototxt" > "$solver"
+
+# Ranks for `lambda` learners: base needs lambda + 2; adv also a leaf PS per node of per_node ranks.
+adv_ranks() {
+  python3 -c '
+import sys
+want, k = int(sys.argv[1]), int(sys.argv[2])
+for n in range(want + 3, 4 * want + 8):
+    learners, ok = 0, True
+    for first in range(0, n, k):
+        m = len([r for r in range(first, min(first + k, n)) if r >= 2])
+        if m == 1: ok = False
+        if m >= 2: learners += m - 1
+    if ok and learners == want:
+        print(n); break' "$1" "$per_node"
+}
+
+echo "| round | topology | ranks | overlap ratio | images/s | staleness mean | rank 0 MB / update |"
+echo "|---|---|---|---|---|---|---|"
+for round in $(seq 1 "$rounds"); do
+  for topology in ${TOPOLOGIES:-base adv}; do
+    dir=$out/$topology-$round ranks=$((lambda + 2)) extra=()
+    if [ "$topology" = adv ]; then
+      ranks=$(adv_ranks "$lambda")
+      extra=(--topology adv --ranks-per-node "$per_node")
+    fi
+    rm -rf "$dir"
+    timeout -k 10 1800 mpiexec -n "$ranks" "$rudra" dist "$solver" --data "$data" --train-limit "$limit" \
+      --test-limit 100 --protocol "$protocol" --batch "$mu" --epochs 1 --mode "$mode" --wait-sleep-us 2000 \
+      "${extra[@]}" -o "$dir" >"$dir.log" 2>&1 || { echo "overlap_table1: $dir failed, see $dir.log" >&2; continue; }
+    python3 - "$dir/metrics.jsonl" "$round" "$topology" "$ranks" <<'EOF'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+e = [l for l in lines if l.get("event") == "epoch"][-1]
+r0 = [l for l in lines if l.get("event") == "traffic"][-1]["ranks"][0]
+mb = (r0["sent_bytes"] + r0["received_bytes"]) / 1e6 / max(1, e["updates"])
+print(f"| {sys.argv[2]} | {sys.argv[3]} | {sys.argv[4]} | {e['overlap_ratio']:.3f} | {e['images_per_s']} | "
+      f"{e['staleness_mean']} | {mb:.1f} |")
+EOF
+  done
+done | tee "$out/table1.md"
+python3 - "$out/table1.md" <<'EOF'
+import statistics, sys
+by = {}
+for line in open(sys.argv[1]):
+    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    if len(cells) == 7 and cells[0].isdigit():
+        by.setdefault(cells[1], []).append(float(cells[3]))
+print()
+for topology, ratios in by.items():
+    print(f"{topology}: median overlap ratio {statistics.median(ratios):.3f} over {len(ratios)} runs")
+EOF
