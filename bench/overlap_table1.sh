@@ -25,19 +25,7 @@ grep -q '"ip_wide"' "$model" || { echo "overlap_table1: could not widen the mode
 sed -e "s|^net:.*|net: \"$model\"|" "$here/../models/cifar10_full_28/cifar10_full_28_solver.prototxt" > "$solver"
 
 # Ranks for `lambda` learners: base needs lambda + 2; adv also a leaf PS per node of per_node ranks.
-adv_ranks() {
-  python3 -c '
-import sys
-want, k = int(sys.argv[1]), int(sys.argv[2])
-for n in range(want + 3, 4 * want + 8):
-    learners, ok = 0, True
-    for first in range(0, n, k):
-        m = len([r for r in range(first, min(first + k, n)) if r >= 2])
-        if m == 1: ok = False
-        if m >= 2: learners += m - 1
-    if ok and learners == want:
-        print(n); break' "$1" "$per_node"
-}
+adv_ranks() { python3 "$here/adv_ranks.py" "$1" "$per_node"; }
 
 echo "| round | topology | ranks | overlap ratio | images/s | staleness mean | rank 0 MB / update |"
 echo "|---|---|---|---|---|---|---|"

@@ -15,21 +15,8 @@ solver=$here/../models/cifar10_full_28/cifar10_full_28_solver.prototxt
 mkdir -p "$out"
 export OMP_NUM_THREADS=1
 per_node=${RANKS_PER_NODE:-8}
-# The fewest ranks whose adv layout (nodes of per_node consecutive ranks; ranks 0 and 1 on the
-# first; a leaf PS per node) has exactly $1 learners.
-adv_ranks() {
-  python3 -c '
-import sys
-want, k = int(sys.argv[1]), int(sys.argv[2])
-for n in range(want + 3, 4 * want + 8):
-    learners, ok = 0, True
-    for first in range(0, n, k):
-        m = len([r for r in range(first, min(first + k, n)) if r >= 2])
-        if m == 1: ok = False
-        if m >= 2: learners += m - 1
-    if ok and learners == want:
-        print(n); break' "$1" "$per_node"
-}
+# The fewest ranks whose adv layout has exactly $1 learners (bench/adv_ranks.py).
+adv_ranks() { python3 "$here/adv_ranks.py" "$1" "$per_node"; }
 echo "| topology | protocol | lambda | ranks | updates | rank 0 messages / update | rank 0 MB / update | sent MB | received MB | replies with weights | replies without |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for topology in ${TOPOLOGIES:-base}; do

@@ -21,29 +21,14 @@
 #include "dist/update_rule.h"
 #include "dist/wait_policy.h"
 #include "nn/net.h"
+#include "test/dist_toys.h"
 #include "test/small_net.h"
 #include "nn/solver.h"
 
 using namespace rudra;
 using namespace rudra::dist;
+using namespace rudra::dist_toys;
 
-namespace {
-
-nn::ParamStore vector_store(int n) {
-    nn::ParamEntry e;
-    e.layer = "w";
-    e.shape = nn::Shape{n};
-    return nn::ParamStore({e});
-}
-
-nn::SolverSpec plain_sgd(double lr, double momentum = 0.0) {
-    nn::SolverSpec s;
-    s.lr.base_lr = lr;
-    s.momentum = momentum;
-    return s;
-}
-
-}  // namespace
 
 TEST_CASE("aggregation counts: hardsync lambda, n-softsync floor(lambda/n), async 1") {
     CHECK(Protocol::hardsync(4).gradients_per_update() == 4);
@@ -175,16 +160,6 @@ struct SystemResult {
     int64_t finished_at_update = -1;  // when the PS's `finished` hook ran
 };
 
-// Heartbeats often enough for `timeout_s`, and no more often than the program's (1 s): every
-// message wakes every waiting thread of the in-process hub, and on 2 cores frequent ones starve
-// some learners (a staleness no MPI run would see).
-HeartbeatConfig beats(std::vector<int> notify, double timeout_s) {
-    HeartbeatConfig c;
-    c.notify = std::move(notify);
-    c.interval_s = std::min(1.0, timeout_s / 5);
-    return c;
-}
-
 // PS (rank 0), statistics server (rank 1) and `lambda` learners (ranks 2..) as threads on the
 // in-process hub. make_work(l) supplies learner l's engine.
 SystemResult run_system(const Protocol& proto, int lambda, bool overlap, nn::ParamStore& params, nn::Solver& solver,
@@ -241,31 +216,6 @@ SystemResult run_system(const Protocol& proto, int lambda, bool overlap, nn::Par
     out.learners = summaries;
     return out;
 }
-
-// Learner work for the toy objective 0.5 * |w - target|^2: the gradient is w - target.
-struct Quadratic {
-    std::vector<float> w, g;
-    explicit Quadratic(size_t n) : w(n), g(n) {}
-    LearnerWork work() {
-        LearnerWork lw;
-        lw.param_floats = w.size();
-        lw.load_weights = [this](const float* p) { std::copy(p, p + w.size(), w.begin()); };
-        lw.compute = [this] {
-            // A gradient takes a moment, as a real one does: learners that produce them as fast
-            // as a loop can would flood the PS's queue, and the staleness (and so the
-            // convergence of async SGD at this rate) would depend on thread scheduling.
-            std::this_thread::sleep_for(std::chrono::microseconds(300));
-            double loss = 0;
-            for (size_t i = 0; i < w.size(); ++i) {
-                g[i] = w[i] - 3.0f;
-                loss += 0.5 * g[i] * g[i];
-            }
-            return loss;
-        };
-        lw.gradients = g.data();
-        return lw;
-    }
-};
 
 }  // namespace
 

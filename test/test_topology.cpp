@@ -18,25 +18,13 @@
 #include "dist/topology.h"
 #include "dist/update_rule.h"
 #include "nn/solver.h"
+#include "test/dist_toys.h"
 
 using namespace rudra;
 using namespace rudra::dist;
+using namespace rudra::dist_toys;
 
 namespace {
-
-nn::ParamStore vector_store(int n) {
-    nn::ParamEntry e;
-    e.layer = "w";
-    e.shape = nn::Shape{n};
-    return nn::ParamStore({e});
-}
-
-nn::SolverSpec plain_sgd(double lr) {
-    nn::SolverSpec s;
-    s.lr.base_lr = lr;
-    s.momentum = 0.0;
-    return s;
-}
 
 std::vector<int> consecutive_nodes(int size, int per_node) {
     std::vector<int> nodes;
@@ -151,37 +139,6 @@ TEST_CASE("relayed sums: the root counts, clocks and modulates each gradient as 
 
 namespace {
 
-HeartbeatConfig beats(std::vector<int> notify) {
-    HeartbeatConfig c;
-    c.notify = std::move(notify);
-    c.interval_s = 1.0;
-    return c;
-}
-
-// Learner work for 0.5 * |w - 3|^2, a millisecond per gradient as a real one takes: the in-process
-// hub buffers every send, so faster learners would flood the root's queue (no MPI rendezvous
-// holds them back) and make the staleness a matter of thread scheduling on 2 cores.
-struct Quadratic {
-    std::vector<float> w, g;
-    explicit Quadratic(size_t n) : w(n), g(n) {}
-    LearnerWork work() {
-        LearnerWork lw;
-        lw.param_floats = w.size();
-        lw.load_weights = [this](const float* p) { std::copy(p, p + w.size(), w.begin()); };
-        lw.compute = [this] {
-            std::this_thread::sleep_for(std::chrono::milliseconds(1));
-            double loss = 0;
-            for (size_t i = 0; i < w.size(); ++i) {
-                g[i] = w[i] - 3.0f;
-                loss += 0.5 * g[i] * g[i];
-            }
-            return loss;
-        };
-        lw.gradients = g.data();
-        return lw;
-    }
-};
-
 struct TreeResult {
     std::vector<float> weights;
     PsResult ps;
@@ -203,7 +160,9 @@ TreeResult run_tree(const RankLayout& layout, const Protocol& proto, bool overla
     UpdateRule rule(proto, solver, params, lambda, UpdateRuleConfig{});
     std::vector<std::thread> threads;
     std::vector<std::unique_ptr<Quadratic>> models;
-    for (int l = 0; l < lambda; ++l) models.push_back(std::make_unique<Quadratic>(floats));
+    // A millisecond per gradient: the extra hop of the tree floods the root sooner than one PS.
+    for (int l = 0; l < lambda; ++l)
+        models.push_back(std::make_unique<Quadratic>(floats, std::chrono::milliseconds(1)));
     out.relays.resize(layout.relays().size());
     for (int l = 0; l < lambda; ++l)
         threads.emplace_back([&, l] {
