@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Table I of the paper: the overlap ratio (computation / (computation + communication), summed
-# over the learners) of Rudra-base and Rudra-adv in an adversarial scenario: a large model and a
+# over the learners) of Rudra-base, Rudra-adv and Rudra-adv* in an adversarial scenario: a large model and a
 # tiny mini-batch. The model is cifar10_full_28 with an inner-product layer of WIDE outputs
 # inserted after pool3 (576 x WIDE weights: 16384 gives 9.4M parameters, a 38 MB gradient), and
 # the learners use mini-batch MU. The topologies alternate ROUNDS times, so that both see the
-# same machine; adv emulates nodes of RANKS_PER_NODE ranks (a leaf PS and its learners on each).
+# same machine; adv and adv* emulate nodes of RANKS_PER_NODE ranks (a leaf PS and its learners on
+# each; adv*'s learners get the weights down a broadcast tree). MODE applies to base and adv (adv*'s
+# learners never pull).
 # Prints one Markdown row per run and the median ratio per topology.
 # Usage: bench/overlap_table1.sh RUDRA_BINARY DATA_DIR OUT
 #        environment: LAMBDA=8 MU=4 WIDE=16384 TRAIN_LIMIT=512 ROUNDS=2 RANKS_PER_NODE=5
-#                     PROTOCOL=softsync MODE=base TOPOLOGIES="base adv"
+#                     PROTOCOL=softsync MODE=base TOPOLOGIES="base adv adv*"
 set -uo pipefail
 rudra=$(readlink -f "$1") data=$2 out=$3
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,11 +32,11 @@ adv_ranks() { python3 "$here/adv_ranks.py" "$1" "$per_node"; }
 echo "| round | topology | ranks | overlap ratio | images/s | staleness mean | rank 0 MB / update |"
 echo "|---|---|---|---|---|---|---|"
 for round in $(seq 1 "$rounds"); do
-  for topology in ${TOPOLOGIES:-base adv}; do
+  for topology in ${TOPOLOGIES:-base adv adv*}; do
     dir=$out/$topology-$round ranks=$((lambda + 2)) extra=()
-    if [ "$topology" = adv ]; then
+    if [ "$topology" != base ]; then
       ranks=$(adv_ranks "$lambda")
-      extra=(--topology adv --ranks-per-node "$per_node")
+      extra=(--topology "$topology" --ranks-per-node "$per_node")
     fi
     rm -rf "$dir"
     timeout -k 10 1800 mpiexec -n "$ranks" "$rudra" dist "$solver" --data "$data" --train-limit "$limit" \

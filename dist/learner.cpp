@@ -3,7 +3,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -11,6 +13,7 @@
 #include "dist/ps_client.h"
 #include "dist/timeline.h"
 #include "dist/traffic.h"
+#include "dist/weight_broadcast.h"
 #include "kernels/aligned_buffer.h"
 
 namespace rudra::dist {
@@ -36,27 +39,45 @@ struct Sync {
     }
 };
 
+// Where the compute loop's weights come from: pulls from the PS, or adv*'s broadcast. Both run
+// a thread of their own; the rest is called with sync.mu held.
+class WeightSource {
+public:
+    virtual ~WeightSource() = default;
+    virtual void start() = 0;
+    virtual void join() = 0;
+    // Weights arrive by themselves (broadcast): nothing to request, and the loop waits only for
+    // the timestamp it needs.
+    virtual bool continuous() const = 0;
+    virtual bool in_flight() const = 0;  // a requested pull has not been answered
+    virtual void request(int64_t have_ts, int64_t min_ts) = 0;
+    virtual bool fresh() const = 0;      // weights the loop has not taken yet are here
+    // Hands fresh weights to the model and sets `ts` to their timestamp (nothing when none).
+    virtual void take(const LearnerWork& work, int64_t& ts) = 0;
+};
+
 // pullWeights: on request, asks the PS for weights newer than the learner's and leaves them in
 // its communication buffer, which the compute loop takes only while no pull is in flight: by a
 // pointer swap (the model then computes on that buffer, and the next pull fills the other one,
 // which the model no longer reads) or by a copy.
-class PullWorker {
+class PullWorker final : public WeightSource {
 public:
     PullWorker(PsClient& ps, Sync& sync, size_t floats, Timeline* timeline)
         : ps_(ps), sync_(sync), timeline_(timeline), a_(floats), b_(floats) {}
-    void start() { thread_ = std::thread([this] { run(); }); }
-    void join() { thread_.join(); }
+    void start() override { thread_ = std::thread([this] { run(); }); }
+    void join() override { thread_.join(); }
 
-    // The rest with sync.mu held.
-    bool in_flight() const { return in_flight_; }
-    void request(int64_t have_ts, int64_t min_ts) {
+    bool continuous() const override { return false; }
+    bool in_flight() const override { return in_flight_; }
+    bool fresh() const override { return fresh_ && !in_flight_; }
+    void request(int64_t have_ts, int64_t min_ts) override {
         have_ts_ = have_ts;
         min_ts_ = min_ts;
         requested_ = in_flight_ = true;
         sync_.cv.notify_all();
     }
     // Weights a finished pull brought: hands them to the model and sets `ts` to their timestamp.
-    void take(const LearnerWork& work, int64_t& ts) {
+    void take(const LearnerWork& work, int64_t& ts) override {
         if (in_flight_ || !fresh_) return;
         if (work.use_weights) {
             work.use_weights(comm_);
@@ -110,6 +131,95 @@ private:
     float* compute_ = nullptr;      // the buffer the model reads (swap only)
     bool requested_ = false, in_flight_ = false, fresh_ = false;
     int64_t have_ts_ = -1, min_ts_ = 0, ts_ = -1;
+    std::thread thread_;
+};
+
+// adv*: the weights come down the broadcast tree. The receiving thread takes each version from
+// the broadcast parent, forwards the message to its children first (so the tree's depth costs
+// little), then copies the weights into a spare buffer and swaps it with the one the compute loop
+// takes from; the loop swaps that one with the buffer the model reads. Three buffers, so that
+// the receiver never waits for the compute loop, and never writes one the model reads.
+class BroadcastWorker final : public WeightSource {
+public:
+    BroadcastWorker(Transport& t, const LearnerConfig& cfg, Sync& sync, size_t floats)
+        : t_(t), cfg_(cfg), sync_(sync), floats_(floats), a_(floats), b_(floats), c_(floats) {}
+    void start() override { thread_ = std::thread([this] { run(); }); }
+    void join() override { thread_.join(); }
+
+    bool continuous() const override { return true; }
+    bool in_flight() const override { return false; }
+    void request(int64_t, int64_t) override {}
+    bool fresh() const override { return fresh_; }
+    void take(const LearnerWork& work, int64_t& ts) override {
+        if (!fresh_) return;
+        if (work.use_weights) {
+            work.use_weights(ready_);
+            std::swap(ready_, compute_);  // ready_ is now the buffer the model has left
+        } else {
+            work.load_weights(ready_);
+        }
+        ts = ts_;
+        fresh_ = false;
+    }
+
+private:
+    void run() {
+        try {
+            std::vector<char> message;
+            std::vector<char> lost;
+            std::vector<std::vector<char>> abandoned;
+            const auto deadline_alive = [&](auto deadline) {
+                return [deadline, this](int) {
+                    std::lock_guard<std::mutex> lock(sync_.mu);
+                    return !sync_.stop && Clock::now() < deadline;
+                };
+            };
+            for (;;) {
+                std::optional<Envelope> got;
+                {
+                    const Span span(cfg_.timeline, "receive weights", Lane::Pull);
+                    // From the broadcast parent, or the run's stop straight from the root PS.
+                    got = t_.recv_while(kAnySource, kBroadcastWeights, message, [&] {
+                        std::lock_guard<std::mutex> lock(sync_.mu);
+                        return !sync_.stop;
+                    });
+                }
+                if (!got) return;  // the learner stopped for another reason
+                const auto h = unpack_header<WeightsReply>(message);
+                if (!h.stop && !cfg_.broadcast_children.empty()) {
+                    const Span span(cfg_.timeline, "forward weights", Lane::Pull);
+                    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                             std::chrono::duration<double>(cfg_.peer_timeout_s));
+                    forward_to(t_, cfg_.broadcast_children, message, deadline_alive(deadline), lost, abandoned, {});
+                }
+                if (h.stop) {
+                    std::lock_guard<std::mutex> lock(sync_.mu);
+                    sync_.stop = true;
+                    sync_.cv.notify_all();
+                    return;
+                }
+                unpack_floats<WeightsReply>(message, spare_, floats_);
+                std::lock_guard<std::mutex> lock(sync_.mu);
+                std::swap(spare_, ready_);
+                ts_ = h.ts;
+                fresh_ = true;
+                sync_.cv.notify_all();
+            }
+        } catch (...) {
+            sync_.fail(std::current_exception());
+        }
+    }
+
+    Transport& t_;
+    const LearnerConfig& cfg_;
+    Sync& sync_;
+    size_t floats_;
+    kernels::AlignedBuffer a_, b_, c_;
+    float* compute_ = a_.data();  // the buffer the model reads (swap only)
+    float* ready_ = b_.data();    // the newest version, for the compute loop
+    float* spare_ = c_.data();    // the receiver's
+    bool fresh_ = false;
+    int64_t ts_ = -1;
     std::thread thread_;
 };
 
@@ -207,7 +317,10 @@ LearnerSummary run_learner(Transport& t, const LearnerConfig& cfg, const Learner
     Sync sync;
     LearnerSummary summary;
     PsClient ps(t, cfg.ps_rank, work.param_floats);
-    PullWorker pull(ps, sync, work.param_floats, cfg.timeline);
+    std::unique_ptr<WeightSource> source;
+    if (cfg.broadcast_parent >= 0) source = std::make_unique<BroadcastWorker>(t, cfg, sync, work.param_floats);
+    else source = std::make_unique<PullWorker>(ps, sync, work.param_floats, cfg.timeline);
+    WeightSource& pull = *source;
     PushWorker push(t, ps, sync, cfg, summary);
     pull.start();
     push.start();
@@ -228,8 +341,16 @@ LearnerSummary run_learner(Transport& t, const LearnerConfig& cfg, const Learner
         for (;;) {
             std::unique_lock<std::mutex> lock(sync.mu);
             pull.take(work, compute_ts);
-            if (!pull.in_flight()) pull.request(compute_ts, cfg.synchronous ? last_pushed_ts + 1 : 0);
-            if (!cfg.overlap || cfg.synchronous || compute_ts < 0) {
+            const int64_t needed = cfg.synchronous ? last_pushed_ts + 1 : 0;
+            if (pull.continuous()) {
+                while (compute_ts < needed && !sync.stop) {
+                    wait(lock, "wait for weights", [&] { return pull.fresh() || sync.stop; });
+                    pull.take(work, compute_ts);
+                }
+            } else if (!pull.in_flight()) {
+                pull.request(compute_ts, needed);
+            }
+            if (!pull.continuous() && (!cfg.overlap || cfg.synchronous || compute_ts < 0)) {
                 wait(lock, "wait for weights", [&] { return !pull.in_flight() || sync.stop; });
                 pull.take(work, compute_ts);
             }

@@ -3,10 +3,15 @@
 // newer than the learner's own and receives them into a communication buffer; pushGradient
 // sends each gradient with the timestamp it was computed from, one in flight at a time and
 // never merged. Modes: base (waits for each pull before computing: Rudra-base) and overlap
-// (computes on what it holds while the next pull runs: the learner of Rudra-adv*).
+// (computes on what it holds while the next pull runs). Under adv* the weights come down a
+// broadcast tree instead of being pulled: a receiving thread takes each version from the
+// learner's broadcast parent, forwards it to its broadcast children, and leaves it for the
+// compute loop, which computes on the newest it holds and never waits for weights (except for
+// hardsync's next timestamp, and the first version).
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "dist/transport.h"
 
@@ -21,6 +26,11 @@ struct LearnerConfig {
     bool overlap = false;
     bool synchronous = false;  // hardsync: wait for the timestamp after the last gradient pushed
     int report_every = 10;     // mini-batches between reports to the statistics server
+    // adv*: the rank the weights come from (-1: pull them from ps_rank), and the learners this one
+    // forwards them to; a child that does not take a version within peer_timeout_s is left out.
+    int broadcast_parent = -1;
+    std::vector<int> broadcast_children;
+    double peer_timeout_s = 15.0;
     Timeline* timeline = nullptr;  // --timeline: compute, wait, pull and push spans
 };
 

@@ -26,6 +26,7 @@ enum Tag : int {
     kGossipModel = 16,    // gossip learner -> a peer: my model (pull's answer, or push's gift)
     kRankStarted = 17,    // any rank -> statistics server, once training starts: RankStarted
     kGradientSum = 18,    // leaf PS -> its parent (adv): a sum of gradients, and whose they are
+    kBroadcastWeights = 19,  // root PS or learner -> learners (adv*): a WeightsReply with the weights, or stop
 };
 
 // What a rank took to get going: the seconds from its process's start until it was ready (MPI,

@@ -194,15 +194,18 @@ void ParameterServer::lose_learner(int index, double silent_s) {
     hooks_.heartbeat->stop_notifying(l.rank);
     result_.lost_ranks.push_back(l.rank);
     const int live = live_learners();
-    const bool fatal = rule_.protocol().synchronous() && !stopping_;
+    const bool fatal = (rule_.protocol().synchronous() || broadcast_) && !stopping_;
     if (hooks_.log)
         hooks_.log("PS: learner rank " + std::to_string(l.rank) + " lost after " + seconds_text(elapsed()) +
                    ": silent for " + seconds_text(silent_s) + " (dead, stopped or cut off); " +
-                   (fatal ? std::string("hardsync cannot go on without it") : std::to_string(live) + " learners go on"));
+                   (fatal ? std::string(broadcast_ ? "the learners below it in the broadcast tree would get no more weights"
+                                                   : "hardsync cannot go on without it")
+                          : std::to_string(live) + " learners go on"));
     tell_stats_lost(l.rank, silent_s, fatal);
     if (fatal) {
-        stop_run(PsResult::End::LearnerLost, "learner rank " + std::to_string(l.rank) +
-                                                 " stopped answering, and hardsync needs every learner");
+        stop_run(PsResult::End::LearnerLost, "learner rank " + std::to_string(l.rank) + " stopped answering, and " +
+                                                 (broadcast_ ? "adv*'s broadcast tree" : "hardsync") +
+                                                 " needs every learner");
     } else if (!rule_.protocol().synchronous() && live > 0) {
         rule_.set_live_learners(live);
     }
@@ -232,7 +235,31 @@ void ParameterServer::check_peers() {
     }
 }
 
+// adv*: a new version goes down the broadcast tree once the previous one has left (the newest
+// then); when the run stops, a stop message follows the last version.
+bool ParameterServer::broadcast_waits() {
+    return broadcast_ && ((stopping_ && !stop_broadcast_) || (broadcast_due_ && !stopping_ && broadcast_->idle()));
+}
+
+void ParameterServer::maybe_broadcast() {
+    if (!broadcast_waits()) return;
+    if (stopping_) {
+        stop_broadcast_ = true;
+        for (const Learner& l : learners_) {
+            if (l.lost) continue;
+            pack(out_, WeightsReply{rule_.timestamp(), 0, 1});
+            send_out(l.rank, kBroadcastWeights);
+        }
+        return;
+    }
+    pack(broadcast_->next(), WeightsReply{rule_.timestamp(), 1, 0}, params_.values(), params_.size());
+    broadcast_due_ = false;
+    ++weight_replies_;
+    broadcast_->send();
+}
+
 void ParameterServer::after_update() {
+    broadcast_due_ = true;
     if (rule_.samples() >= (epoch_ + 1) * config_.samples_per_epoch) {
         ++epoch_;
         const bool final = epoch_ >= config_.epochs;
@@ -324,6 +351,16 @@ void ParameterServer::handle_child(const Envelope& e, int index) {
         case kBye:
             l.bye = true;
             hooks_.heartbeat->stop_notifying(l.rank);
+            // A leaf PS names the learners that never said goodbye to it (dead, or cut off): they
+            // are lost, whether or not their silence has been noticed yet.
+            for (size_t k = 0; l.relay && k < in_.size() / sizeof(int64_t); ++k) {
+                int64_t r;
+                std::memcpy(&r, in_.data() + k * sizeof r, sizeof r);
+                const int i = r >= 0 && r < static_cast<int64_t>(learner_of_rank_.size())
+                                  ? learner_of_rank_[static_cast<size_t>(r)] : -1;
+                if (i >= 0 && !learners_[static_cast<size_t>(i)].lost)
+                    lose_learner(i, hooks_.heartbeat->silent_s(static_cast<int>(r)));
+            }
             for (const Learner& below : learners_)  // a leaf PS says goodbye after its learners
                 if (&children_[static_cast<size_t>(below.child)] == &l) hooks_.heartbeat->stop_notifying(below.rank);
             break;
@@ -356,10 +393,12 @@ void ParameterServer::handle_stats(const Envelope& e) {
 std::optional<Envelope> ParameterServer::receive(double wait_s) {
     Heartbeat& hb = *hooks_.heartbeat;
     try {
+        const auto deadline = std::chrono::steady_clock::now() +
+                              std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                  std::chrono::duration<double>(wait_s));
+        // Wakes early when a version can go down the broadcast tree.
         return t_.recv_while(kAnySource, kAnyTag, in_,
-                             until(std::chrono::steady_clock::now() +
-                                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                       std::chrono::duration<double>(wait_s))),
+                             [&] { return std::chrono::steady_clock::now() < deadline && !broadcast_waits(); },
                              [&](int rank) { return hb.silent_s(rank) <= config_.peer_timeout_s; });
     } catch (const PeerError& error) {
         if (hooks_.log) hooks_.log(std::string("PS: ") + error.what());
@@ -368,6 +407,14 @@ std::optional<Envelope> ParameterServer::receive(double wait_s) {
 }
 
 PsResult ParameterServer::run() {
+    if (!config_.broadcast_children.empty()) {
+        Heartbeat* hb = hooks_.heartbeat;
+        const double timeout = config_.peer_timeout_s;
+        broadcast_ = std::make_unique<BroadcastSender>(
+            t_, config_.broadcast_children, [hb, timeout](int r) { return hb->silent_s(r) <= timeout; },
+            config_.timeline, hooks_.log);
+        broadcast_due_ = true;  // the learners start from the first version
+    }
     started_ = now_s();
     checkpoint_at_s_ = started_;
     checkpoint_ts_ = rule_.timestamp();
@@ -386,6 +433,7 @@ PsResult ParameterServer::run() {
             if (!stopping_) stop_run(PsResult::End::LearnerLost, "every learner stopped answering");
             if (result_.stats_done || stats_lost_) break;
         }
+        maybe_broadcast();
         const std::optional<Envelope> e = receive(0.2);
         if (e) try {
             if (e->tag == kHeartbeat) {
@@ -417,6 +465,7 @@ PsResult ParameterServer::run() {
             maybe_checkpoint();
         }
     }
+    broadcast_.reset();  // its thread ends (a send to a lost learner is given up)
     result_.updates = rule_.timestamp();
     result_.samples = rule_.samples();
     result_.elapsed_s = elapsed();

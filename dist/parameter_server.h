@@ -11,6 +11,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "dist/messages.h"
 #include "dist/transport.h"
 #include "dist/update_rule.h"
+#include "dist/weight_broadcast.h"
 
 namespace rudra::dist {
 
@@ -32,6 +34,11 @@ struct PsConfig {
         std::vector<int> learner_ranks;
     };
     std::vector<Relay> relays;
+    // adv*: the learners the PS sends each new version of the weights to (the broadcast tree's
+    // first level; dist/weight_broadcast.h); the learners then never pull. A lost learner ends the
+    // run as under hardsync: the learners below it in the tree would get no more weights. The
+    // stop goes to every learner directly, so that a lost learner never keeps it from the others.
+    std::vector<int> broadcast_children;
     int stats_rank = 1;
     int64_t samples_per_epoch = 0;  // an epoch: gradients covering the training set once
     int epochs = 1;
@@ -94,6 +101,8 @@ private:
     bool send_out(int rank, int tag);
     void send_epoch_weights(int64_t epoch, bool final, bool replay);
     void maybe_checkpoint();
+    void maybe_broadcast();
+    bool broadcast_waits();
     void checkpoint(const std::string& reason);
     int live_learners() const;
 
@@ -122,6 +131,8 @@ private:
     std::vector<Learner> learners_;
     std::vector<int> learner_of_rank_;  // by rank: the learner's index, or -1
     std::vector<BundledGradient> bundle_;  // reused by take_gradient_sum
+    std::unique_ptr<BroadcastSender> broadcast_;  // adv*
+    bool broadcast_due_ = false, stop_broadcast_ = false;
     bool stopping_ = false, stats_lost_ = false;
     int64_t epoch_ = 0;
     int64_t weight_replies_ = 0, empty_replies_ = 0;  // pulls answered with weights, and with "nothing newer"

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -140,7 +141,11 @@ public:
         last.traffic.weight_replies = summary_.weight_replies;
         last.traffic.empty_replies = summary_.empty_replies;
         t_.send(c_.stats_rank, kLearnerReport, &last, sizeof last);
-        t_.send_while(c_.parent, kBye, nullptr, 0, [this] { return parent_alive(); });
+        // The goodbye names the children that never said theirs (the root counts them lost).
+        std::vector<int64_t> missing;
+        for (const Child& ch : children_)
+            if (!ch.bye) missing.push_back(ch.rank);
+        t_.send_while(c_.parent, kBye, missing.data(), missing.size() * sizeof(int64_t), [this] { return parent_alive(); });
         return summary_;
     }
 
@@ -155,7 +160,8 @@ private:
 
     // "Reply once you have a timestamp newer than mine": new weights come down as soon as they exist.
     void ask_parent() {
-        const WeightsRequest req{ts_, ts_ + 1};
+        constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+        const WeightsRequest req = c_.pulls_weights ? WeightsRequest{ts_, ts_ + 1} : WeightsRequest{kNever - 1, kNever};
         t_.send(c_.parent, kWeightsRequest, &req, sizeof req);
         pull_in_flight_ = true;
     }

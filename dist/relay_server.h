@@ -12,7 +12,7 @@
 //   deferred until the timestamp a hardsync learner waits for).
 // Every gradient comes with the weights' single timestamp of the whole tree: the root's.
 // When the parent says stop, the relay answers its children stop, waits for their goodbyes (at
-// most the peer timeout), and says goodbye to its parent.
+// most the peer timeout), and says goodbye to its parent, naming the children that never did.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -39,6 +39,9 @@ struct RelayConfig {
     int64_t share = 1;
     double peer_timeout_s = 15.0;
     Timeline* timeline = nullptr;
+    // adv*: the learners get the weights from the broadcast tree, so the relay takes none; its
+    // one pull waits at the parent for the run's end (a stop answers it).
+    bool pulls_weights = true;
 };
 
 struct RelaySummary {

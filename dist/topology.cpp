@@ -9,20 +9,26 @@ namespace rudra::dist {
 Topology parse_topology(const std::string& name) {
     if (name == "base") return Topology::Base;
     if (name == "adv") return Topology::Adv;
-    throw std::runtime_error("--topology must be base or adv, got '" + name + "'");
+    if (name == "adv*") return Topology::AdvStar;
+    throw std::runtime_error("--topology must be base, adv or adv*, got '" + name + "'");
 }
 
-std::string topology_name(Topology t) { return t == Topology::Adv ? "adv" : "base"; }
+std::string topology_name(Topology t) {
+    return t == Topology::AdvStar ? "adv*" : t == Topology::Adv ? "adv" : "base";
+}
 
-RankLayout RankLayout::make(Topology topology, const std::vector<int>& node_of_rank, int fan_out) {
+RankLayout RankLayout::make(Topology topology, const std::vector<int>& node_of_rank, int fan_out,
+                            int broadcast_fan_out) {
     const int size = static_cast<int>(node_of_rank.size());
     if (size < 3)
         throw std::runtime_error("a parameter-server run needs at least 3 ranks (parameter server, statistics server, "
                                  "a learner); got " + std::to_string(size));
     if (fan_out < 0) throw std::runtime_error("--fan-out must be 0 (every leaf PS below the root) or more");
+    if (broadcast_fan_out < 1) throw std::runtime_error("--broadcast-fan-out must be 1 or more");
     RankLayout l;
     l.topology_ = topology;
     l.fan_out_ = fan_out;
+    l.broadcast_fan_out_ = topology == Topology::AdvStar ? broadcast_fan_out : 0;
     l.role_.assign(static_cast<size_t>(size), Role::Learner);
     l.parent_.assign(static_cast<size_t>(size), 0);
     l.role_[0] = Role::RootPs;
@@ -34,7 +40,7 @@ RankLayout RankLayout::make(Topology topology, const std::vector<int>& node_of_r
         const auto it = number.emplace(node_of_rank[static_cast<size_t>(r)], static_cast<int>(number.size())).first;
         l.node_.push_back(it->second);
     }
-    if (topology == Topology::Adv) {
+    if (topology != Topology::Base) {
         std::vector<std::vector<int>> by_node(number.size());
         for (int r = 2; r < size; ++r) by_node[static_cast<size_t>(l.node_[static_cast<size_t>(r)])].push_back(r);
         for (size_t n = 0; n < by_node.size(); ++n) {
@@ -81,10 +87,31 @@ std::vector<int> RankLayout::learners_below(int rank) const {
     return below;
 }
 
+// The broadcast tree is an F-ary heap over 0 (the root) and the learners 1..lambda (learner k is
+// node k + 1): node v's parent is (v - 1) / F.
+int RankLayout::broadcast_parent(int rank) const {
+    const int k = learner_index(rank);
+    if (broadcast_fan_out_ == 0 || k < 0) return -1;
+    const int parent = k / broadcast_fan_out_;  // (v - 1) / F with v = k + 1
+    return parent == 0 ? 0 : learners_[static_cast<size_t>(parent - 1)];
+}
+
+std::vector<int> RankLayout::broadcast_children(int rank) const {
+    std::vector<int> c;
+    if (broadcast_fan_out_ == 0) return c;
+    const int v = rank == 0 ? 0 : learner_index(rank) + 1;
+    if (v == 0 && rank != 0) return c;
+    for (int j = 1; j <= broadcast_fan_out_; ++j) {
+        const int child = broadcast_fan_out_ * v + j;
+        if (child <= static_cast<int>(learners_.size())) c.push_back(learners_[static_cast<size_t>(child - 1)]);
+    }
+    return c;
+}
+
 std::string RankLayout::role_name(int rank) const {
     switch (role(rank)) {
         case Role::RootPs:
-            return topology_ == Topology::Adv ? "root parameter server" : "parameter server";
+            return topology_ != Topology::Base ? "root parameter server" : "parameter server";
         case Role::Stats:
             return "statistics server";
         case Role::Relay:
@@ -103,6 +130,11 @@ std::string RankLayout::describe() const {
     if (topology_ == Topology::Base) return text;
     text += ", " + std::to_string(relays_.size()) + " leaf parameter servers (fan-out " +
             (fan_out_ == 0 ? std::string("all to the root") : std::to_string(fan_out_)) + ")";
+    if (broadcast_fan_out_ > 0) {
+        text += "; weights broadcast from rank 0 to";
+        for (int c : broadcast_children(0)) text += " " + std::to_string(c);
+        text += ", each learner forwarding to " + std::to_string(broadcast_fan_out_) + " more";
+    }
     for (int relay : relays_) {
         text += "\n  node " + std::to_string(node(relay)) + ": rank " + std::to_string(relay) + " " + role_name(relay) +
                 " (parent " + std::to_string(parent(relay)) + "), learners";
@@ -117,9 +149,13 @@ nlohmann::ordered_json RankLayout::to_json() const {
     for (int r = 0; r < size(); ++r) {
         nlohmann::ordered_json one{{"rank", r}, {"role", role_name(r)}, {"node", node(r)}};
         if (parent(r) >= 0) one["parent"] = parent(r);
+        if (broadcast_parent(r) >= 0) one["broadcast_parent"] = broadcast_parent(r);
         ranks.push_back(one);
     }
-    return {{"topology", topology_name(topology_)}, {"fan_out", fan_out_}, {"ranks", ranks}};
+    nlohmann::ordered_json j{{"topology", topology_name(topology_)}, {"fan_out", fan_out_}};
+    if (broadcast_fan_out_ > 0) j["broadcast_fan_out"] = broadcast_fan_out_;
+    j["ranks"] = ranks;
+    return j;
 }
 
 }  // namespace rudra::dist

@@ -8,6 +8,9 @@
 // sum up, with the learners and timestamps it holds, so that the root counts, clocks and
 // modulates every gradient as with one PS; it pulls weights from its parent and answers its
 // children's pulls. Relays hang below the root `fan_out` to a parent (0: all below the root).
+// adv*: adv, and the weights go down a broadcast tree over the learners instead of being pulled
+// (the paper's Rudra-adv*): the root sends each new version to its first `broadcast_fan_out`
+// learners, and learner k (0-based, in rank order) forwards it to learners F(k+1) .. F(k+1)+F-1.
 // Every rank computes the same layout from the node of each rank, so nothing is sent to agree.
 #pragma once
 #include <string>
@@ -17,9 +20,9 @@
 
 namespace rudra::dist {
 
-enum class Topology { Base, Adv };
+enum class Topology { Base, Adv, AdvStar };
 
-// "base" or "adv"; throws naming the choices.
+// "base", "adv" or "adv*"; throws naming the choices.
 Topology parse_topology(const std::string& name);
 std::string topology_name(Topology t);
 
@@ -29,7 +32,8 @@ public:
 
     // `node_of_rank`: a node number for every rank (ranks with the same number share a node).
     // Throws when the layout cannot be made (fewer than 3 ranks, an adv node with one rank).
-    static RankLayout make(Topology topology, const std::vector<int>& node_of_rank, int fan_out);
+    static RankLayout make(Topology topology, const std::vector<int>& node_of_rank, int fan_out,
+                           int broadcast_fan_out = 2);
 
     Topology topology() const { return topology_; }
     int size() const { return static_cast<int>(role_.size()); }
@@ -46,6 +50,10 @@ public:
     const std::vector<int>& relays() const { return relays_; }
     // The learners below `rank` (a relay: its subtree; the root: all).
     std::vector<int> learners_below(int rank) const;
+    // adv*: where a learner receives the weights from (rank 0 or a learner; -1 when not adv*), and
+    // the learners a rank forwards them to (rank 0: the broadcast's first learners).
+    int broadcast_parent(int rank) const;
+    std::vector<int> broadcast_children(int rank) const;
 
     std::string role_name(int rank) const;  // "root parameter server", "leaf parameter server", ...
     // One line per node for the job's output, and the same as JSON for metrics.jsonl.
@@ -54,7 +62,7 @@ public:
 
 private:
     Topology topology_ = Topology::Base;
-    int fan_out_ = 0;
+    int fan_out_ = 0, broadcast_fan_out_ = 0;
     std::vector<Role> role_;
     std::vector<int> parent_, node_, learners_, relays_;
 };

@@ -73,6 +73,23 @@ perl -MJSON::PP -e '
 run adv_softsync 12 --protocol softsync --n 1 --topology adv --ranks-per-node 4 --fan-out 1 --mode overlap
 tail -1 "$work/adv_softsync/metrics.jsonl" | grep -q '{"rank":2,"role":"inner parameter server".*{"rank":8,"role":"leaf parameter server"' &&
   pass || fail "adv_softsync: a chain of leaves with --fan-out 1"
+# Rudra-adv*: the weights go down a broadcast tree over the learners (a chain with fan-out 1:
+# rank 0 -> 3 -> 5 -> 6 -> 7 -> 9); the leaves take no weights; the learners overlap almost fully.
+run advstar 10 --protocol softsync --n 1 --topology 'adv*' --ranks-per-node 4 --broadcast-fan-out 1
+head -1 "$work/advstar/metrics.jsonl" | grep -q '"topology":"adv\*","fan_out":0,"broadcast_fan_out":1,.*{"rank":6,"role":"learner","node":1,"parent":4,"broadcast_parent":5}' &&
+  pass || { fail "advstar: the broadcast tree in the layout"; head -1 "$work/advstar/metrics.jsonl"; }
+perl -MJSON::PP -e '
+  my ($r, $e); open(my $f, "<", $ARGV[0]) or die;
+  while (<$f>) { my $j = decode_json($_); $e = $j if ($j->{event} // "") eq "epoch";
+                 $r = $j->{ranks} if ($j->{event} // "") eq "traffic" }
+  my $versions = $r->[0]{weight_replies};
+  die "no versions sent\n" unless $versions >= 2;
+  die "rank 0 sent $r->[0]{sent_messages} messages for $versions versions\n" if $r->[0]{sent_messages} > $versions + 10;
+  # each learner but the last forwarded every version it received (and the stop)
+  for my $l (3, 5, 6, 7) { die "rank $l forwarded $r->[$l]{sent_messages}\n" unless $r->[$l]{sent_messages} >= $versions }
+  die "leaf 2 answered pulls\n" if ($r->[2]{weight_replies} // 0) > 0;
+  die "overlap $e->{overlap_ratio}\n" unless $e->{overlap_ratio} > 0.5;' "$work/advstar/metrics.jsonl" &&
+  pass || fail "advstar: the broadcast carried the weights"
 
 # All-reduce, no PS: rank 0 and ranks 2-3 learn, rank 1 tests. Deterministic, and it learns.
 allreduce() {  # allreduce NAME [ARGS...]
@@ -164,7 +181,9 @@ expect_error adv_allreduce "--topology adv is a parameter-server tree for hardsy
 expect_error adv_lone "node 2 has only rank 8 besides ranks 0 and 1" 9 --data "$data" --protocol async --topology adv --ranks-per-node 4
 expect_error adv_per_gradient "--lr-modulation per-gradient weighs each gradient before the sum" \
   8 --data "$data" --protocol softsync --topology adv --ranks-per-node 4 --lr-modulation per-gradient
-expect_error per_node_base "--ranks-per-node is a setting of --topology adv" 5 --data "$data" --protocol async --ranks-per-node 2
+expect_error per_node_base "--ranks-per-node is a setting of --topology adv and adv*" 5 --data "$data" --protocol async --ranks-per-node 2
+expect_error bcast_adv "--broadcast-fan-out is a setting of --topology adv*" 8 --data "$data" --protocol async --topology adv \
+  --ranks-per-node 4 --broadcast-fan-out 2
 expect_error bad_data "data directory does not exist" 4 --protocol async --data "$work/nowhere"
 expect_error warm_done "has trained 2 epochs already" 4 --data "$data" --protocol async --epochs 2 \
   --warm-start "$work/hardsync/final.rudra"

@@ -4,6 +4,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <memory>
@@ -56,6 +57,30 @@ TEST_CASE("layout: base puts every learner below rank 0; adv a leaf PS on each n
     CHECK(adv.role_name(4) == "leaf parameter server");
     CHECK(adv.to_json().at("ranks").size() == 18);
     CHECK(adv.describe().find("node 1: rank 4 leaf parameter server (parent 0), learners 5 6 7") != std::string::npos);
+
+    // adv*: the same PS tree, and a binary broadcast tree over the learners in rank order.
+    const RankLayout star = RankLayout::make(Topology::AdvStar, consecutive_nodes(18, 4), 0, 2);
+    CHECK(star.relays() == adv.relays());
+    CHECK(star.broadcast_children(0) == std::vector<int>{3, 5});
+    CHECK(star.broadcast_children(3) == std::vector<int>{6, 7});
+    CHECK(star.broadcast_children(5) == std::vector<int>{9, 10});
+    CHECK(star.broadcast_parent(9) == 5);
+    CHECK(star.broadcast_parent(5) == 0);
+    CHECK(star.broadcast_children(17).empty());
+    CHECK(star.broadcast_children(2).empty());  // a leaf PS takes no part
+    CHECK(adv.broadcast_parent(3) == -1);
+    // Every learner hears from exactly one parent, and the parents' children cover all of them.
+    std::vector<int> covered;
+    for (int r = 0; r < star.size(); ++r)
+        for (int c : star.broadcast_children(r)) {
+            CHECK(star.broadcast_parent(c) == r);
+            covered.push_back(c);
+        }
+    std::sort(covered.begin(), covered.end());
+    CHECK(covered == star.learners());
+    CHECK(RankLayout::make(Topology::AdvStar, consecutive_nodes(18, 4), 0, 4).broadcast_children(0).size() == 4);
+    CHECK(star.to_json().at("broadcast_fan_out") == 2);
+    CHECK(parse_topology("adv*") == Topology::AdvStar);
 
     // Fan-out 2: relays 2 and 4 below the root, 8 and 12 below 2, 16 below 4.
     const RankLayout tree = RankLayout::make(Topology::Adv, consecutive_nodes(18, 4), 2);
@@ -174,6 +199,8 @@ TreeResult run_tree(const RankLayout& layout, const Protocol& proto, bool overla
             lc.overlap = overlap;
             lc.synchronous = proto.synchronous();
             lc.report_every = 3;
+            lc.broadcast_parent = layout.broadcast_parent(rank);
+            lc.broadcast_children = layout.broadcast_children(rank);
             run_learner(t, lc, models[static_cast<size_t>(l)]->work());
         });
     for (size_t i = 0; i < layout.relays().size(); ++i)
@@ -185,6 +212,7 @@ TreeResult run_tree(const RankLayout& layout, const Protocol& proto, bool overla
             rc.parent = layout.parent(rank);
             rc.children = layout.children(rank);
             rc.param_floats = floats;
+            rc.pulls_weights = layout.topology() != Topology::AdvStar;
             rc.share = std::max<int64_t>(1, proto.gradients_per_update() *
                                                 static_cast<int64_t>(layout.learners_below(rank).size()) / lambda);
             out.relays[i] = run_relay(t, rc, hb, {});
@@ -209,6 +237,7 @@ TreeResult run_tree(const RankLayout& layout, const Protocol& proto, bool overla
     PsConfig pc;
     pc.learner_ranks = layout.learners();
     for (int child : layout.children(0)) pc.relays.push_back({child, layout.learners_below(child)});
+    pc.broadcast_children = layout.broadcast_children(0);
     pc.samples_per_epoch = samples_per_epoch;
     pc.epochs = epochs;
     std::vector<int> others;
@@ -232,14 +261,18 @@ TEST_CASE("adv on the in-process transport: every protocol converges, counts eve
         int n;
         bool overlap;
         int fan_out;
+        Topology topology;
     };
-    for (const Case& c : {Case{"hardsync", 1, false, 0}, Case{"softsync", 1, true, 0}, Case{"softsync", 2, false, 1},
-                          Case{"async", 1, true, 0}}) {
+    for (const Case& c : {Case{"hardsync", 1, false, 0, Topology::Adv}, Case{"softsync", 1, true, 0, Topology::Adv},
+                          Case{"softsync", 2, false, 1, Topology::Adv}, Case{"async", 1, true, 0, Topology::Adv},
+                          Case{"hardsync", 1, false, 0, Topology::AdvStar}, Case{"softsync", 1, false, 1, Topology::AdvStar},
+                          Case{"async", 1, false, 0, Topology::AdvStar}}) {
         CAPTURE(c.protocol);
         CAPTURE(c.n);
         CAPTURE(c.fan_out);
+        CAPTURE(topology_name(c.topology));
         // 12 ranks in nodes of 4: {0,1,2,3} {4..7} {8..11}: leaf PSs 2, 4, 8; 7 learners.
-        const RankLayout layout = RankLayout::make(Topology::Adv, consecutive_nodes(12, 4), c.fan_out);
+        const RankLayout layout = RankLayout::make(c.topology, consecutive_nodes(12, 4), c.fan_out);
         REQUIRE(layout.learners().size() == 7);
         const Protocol proto = Protocol::parse(c.protocol, 7, c.n);
         auto fut = std::async(std::launch::async, [&] { return run_tree(layout, proto, c.overlap, 210, 3, 5); });
@@ -282,11 +315,28 @@ TEST_CASE("adv on the in-process transport: every protocol converges, counts eve
             CHECK(sums <= (r.ps.updates + 1) * children);
         }
         CHECK(ranks[0].at("received_bytes").get<int64_t>() >= sums * int64_t(r.weights.size() * sizeof(float)));
-        CHECK(ranks[0].at("weight_replies").get<int64_t>() >= r.ps.updates / 2);  // new weights go down as they come
-        // A leaf PS's weights reach its learners: each answered some pulls with weights.
-        for (const RelaySummary& s : r.relays) {
-            CHECK(s.weights_in >= 1);
-            CHECK(s.weight_replies >= 1);
+        const int64_t versions = ranks[0].at("weight_replies").get<int64_t>();
+        if (c.topology == Topology::Adv) {
+            CHECK(versions >= r.ps.updates / 2);  // new weights go down to the leaves as they come
+            // A leaf PS's weights reach its learners: each answered some pulls with weights.
+            for (const RelaySummary& s : r.relays) {
+                CHECK(s.weights_in >= 1);
+                CHECK(s.weight_replies >= 1);
+            }
+        } else {
+            // adv*: a version goes down the broadcast tree once the previous one has left; one
+            // made meanwhile is skipped (the next one sent is the newest).
+            CHECK(versions >= 2);
+            CHECK(versions <= r.ps.updates + 1);
+            // The leaves take no weights and answer no pulls; the learners pull nothing, and
+            // the first learner forwarded every version it received to its two children.
+            for (const RelaySummary& s : r.relays) {
+                CHECK(s.weights_in == 0);
+                CHECK(s.weight_replies + s.empty_replies == 0);
+            }
+            const auto& first = ranks[static_cast<size_t>(layout.learners()[0])];
+            CHECK(first.at("received_messages").get<int64_t>() >= 2);
+            CHECK(first.at("sent_messages").get<int64_t>() >= 2 * ranks[0].at("weight_replies").get<int64_t>());
         }
     }
 }

@@ -103,9 +103,10 @@ struct DistOptions {
     double beta = 0;            // EASGD: moving rate in (0, 1] (0: 0.9 / learners)
     std::string straggler;      // RANK:FACTOR: that learner's compute is slowed FACTOR times ("": none)
     std::string timeline;       // a Chrome-trace file of every rank's spans ("": none)
-    std::string topology = "base";  // base | adv (dist/topology.h)
+    std::string topology = "base";  // base | adv | adv* (dist/topology.h)
     int ranks_per_node = 0;     // adv: emulated nodes of this many consecutive ranks (0: the real nodes)
     int fan_out = 0;            // adv: leaf PSs below each parent (0: all below the root)
+    int broadcast_fan_out = 2;  // adv*: learners each forwards the weights to
     std::set<std::string> given;  // options on the command line ("--protocol", "solver"): a resume keeps the rest
 };
 // Initialises MPI itself (MPI_THREAD_MULTIPLE); every rank runs this.

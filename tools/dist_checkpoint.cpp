@@ -59,6 +59,7 @@ nlohmann::ordered_json run_settings(const DistOptions& o, int learners) {
             {"topology", o.topology},
             {"ranks_per_node", o.ranks_per_node},
             {"fan_out", o.fan_out},
+            {"broadcast_fan_out", o.broadcast_fan_out},
             {"learners", learners}};
 }
 
@@ -104,6 +105,7 @@ void apply_checkpoint_settings(DistOptions& o, const DistCheckpoint& ck) {
     take(o, ck, "topology", "--topology", o.topology, true);
     take(o, ck, "ranks_per_node", "--ranks-per-node", o.ranks_per_node, true);
     take(o, ck, "fan_out", "--fan-out", o.fan_out, true);
+    take(o, ck, "broadcast_fan_out", "--broadcast-fan-out", o.broadcast_fan_out, true);
     if (!o.given.count("--output")) o.output = fs::path(ck.path).parent_path().string();
     if (o.output.empty()) o.output = ".";
     o.warm_start.clear();  // the checkpoint replaces it

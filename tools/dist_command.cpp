@@ -1,6 +1,8 @@
 // rudra dist: the parameter-server system on MPI ranks. Rank 0 is the parameter server, rank 1
-// the statistics server, ranks 2.. the learners (lambda = ranks - 2). All-reduce and gossip have
-// no PS: rank 0 is their first learner (tools/dist_roles.cpp).
+// the statistics server, ranks 2.. the learners (lambda = ranks - 2); under --topology adv and
+// adv* rank 0 is the root of a tree of parameter servers, with a leaf PS on each node
+// (dist/topology.h). All-reduce and gossip have no PS: rank 0 is their first learner
+// (tools/dist_roles.cpp).
 //
 // Faults (README, "Faults"): every rank runs a heartbeat; rank 0 writes checkpoints (the PS:
 // every --checkpoint-every, at every epoch boundary, on SIGUSR1 and when it stops; all-reduce:
@@ -166,6 +168,7 @@ int run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, const dist:
     for (int child : s.layout.children(kPsRank))
         if (s.layout.role(child) == dist::RankLayout::Role::Relay)
             pc.relays.push_back({child, s.layout.learners_below(child)});
+    pc.broadcast_children = s.layout.broadcast_children(kPsRank);
     pc.stats_rank = kStatsRank;
     pc.samples_per_epoch = sets.train.size();
     pc.epochs = o.epochs;
@@ -310,8 +313,11 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
                                          "leaf PS sends sums: use average or none with --topology " + o.topology);
         } else {
             for (const char* opt : {"--ranks-per-node", "--fan-out"})
-                if (o.given.count(opt)) throw std::runtime_error(std::string(opt) + " is a setting of --topology adv");
+                if (o.given.count(opt))
+                    throw std::runtime_error(std::string(opt) + " is a setting of --topology adv and adv*");
         }
+        if (o.given.count("--broadcast-fan-out") && topology != dist::Topology::AdvStar)
+            throw std::runtime_error("--broadcast-fan-out is a setting of --topology adv*");
         std::vector<int> nodes(static_cast<size_t>(transport.size()), 0);
         if (topology != dist::Topology::Base) {
             if (o.ranks_per_node > 0) {
@@ -321,7 +327,7 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
             }
         }
         dist::RankLayout layout;
-        if (!decentralized) layout = dist::RankLayout::make(topology, nodes, o.fan_out);
+        if (!decentralized) layout = dist::RankLayout::make(topology, nodes, o.fan_out, o.broadcast_fan_out);
         const int lambda = decentralized ? transport.size() - 1 : static_cast<int>(layout.learners().size());
         if (o.mode != "base" && o.mode != "overlap") throw std::runtime_error("--mode must be base or overlap");
         const dist::Protocol protocol = dist::Protocol::parse(o.protocol, lambda, o.n);  // on every rank

@@ -210,6 +210,9 @@ void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, 
     work.gradients = params.grads();
     dist::LearnerConfig lc;
     lc.ps_rank = s.layout.parent(rank);  // rank 0, or under adv the leaf PS of this node
+    lc.broadcast_parent = s.layout.broadcast_parent(rank);  // adv*: the weights come down a tree
+    lc.broadcast_children = s.layout.broadcast_children(rank);
+    lc.peer_timeout_s = o.peer_timeout;
     lc.stats_rank = kStatsRank;
     lc.overlap = o.mode == "overlap";
     lc.synchronous = protocol.synchronous();
@@ -233,6 +236,7 @@ void run_relay_role(const DistOptions& o, const Setup& s, dist::Transport& t, co
     c.share = std::max<int64_t>(1, protocol.gradients_per_update() * below / lambda);
     c.peer_timeout_s = o.peer_timeout;
     c.timeline = s.timeline;
+    c.pulls_weights = s.layout.topology() != dist::Topology::AdvStar;
     training_starts(t, s);
     dist::run_relay(t, c, heartbeat, say);
 }

@@ -202,14 +202,19 @@ int main(int argc, char** argv) {
                   "RANK:FACTOR: slow that learner's compute FACTOR times by sleeping (experiments with stragglers)");
     d->add_option("--topology", dist.topology,
                   "base: every learner talks to rank 0; adv: a tree of parameter servers, a leaf PS on each node "
-                  "summing its learners' gradients (Rudra-adv)")
-        ->check(CLI::IsMember({"base", "adv"}))
+                  "summing its learners' gradients (Rudra-adv); adv*: adv, and the weights go down a broadcast tree "
+                  "over the learners instead of being pulled (Rudra-adv*)")
+        ->check(CLI::IsMember({"base", "adv", "adv*"}))
         ->capture_default_str();
     d->add_option("--ranks-per-node", dist.ranks_per_node,
-                  "adv: take each K consecutive ranks for a node (emulates nodes on one machine; default: the real nodes)")
+                  "adv, adv*: take each K consecutive ranks for a node (emulates nodes on one machine; default: the real nodes)")
         ->check(checks::kPositiveInteger);
-    d->add_option("--fan-out", dist.fan_out, "adv: leaf parameter servers below each parent (0: all below the root)")
+    d->add_option("--fan-out", dist.fan_out, "adv, adv*: leaf parameter servers below each parent (0: all below the root)")
         ->check(checks::kNonNegativeInteger)
+        ->capture_default_str();
+    d->add_option("--broadcast-fan-out", dist.broadcast_fan_out,
+                  "adv*: learners the root, and then each learner, forwards the weights to")
+        ->check(checks::kPositiveInteger)
         ->capture_default_str();
     d->add_option("--timeline", dist.timeline,
                   "FILE: write every rank's compute, pull, push, wait and PS-update spans as a Chrome trace (open it in "
