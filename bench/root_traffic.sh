@@ -2,8 +2,8 @@
 # Rank 0's traffic per update (the parameter server, or all-reduce's first learner) at several
 # learner counts, from the "traffic" line that ends each run's metrics.jsonl: messages and bytes
 # through rank 0 for each update, and how many of the PS's replies to pulls carried weights.
-# The figure the tree topologies must cut by about their fan-in: under TOPOLOGIES="base adv", the
-# adv runs emulate nodes of RANKS_PER_NODE ranks (a leaf PS and its learners on each), with as
+# The figure the tree topologies must cut by about their fan-in: under TOPOLOGIES="base adv adv*",
+# the adv and adv* runs emulate nodes of RANKS_PER_NODE ranks (a leaf PS and its learners on each), with as
 # many ranks as give the same lambda learners.
 # Usage: bench/root_traffic.sh RUDRA_BINARY DATA_DIR OUT [TRAIN_LIMIT=3000]
 #        environment: LAMBDAS="8 16 30", PROTOCOLS="softsync async allreduce", BATCH=4,
@@ -27,10 +27,10 @@ for proto in ${PROTOCOLS:-softsync async allreduce}; do
       softsync) extra=(--n 1) ;;
       allreduce) ranks=$((lambda + 1)) ;;
     esac
-    if [ "$topology" = adv ]; then
+    if [ "$topology" != base ]; then
       [ "$proto" = allreduce ] && continue
       ranks=$(adv_ranks "$lambda")
-      extra+=(--topology adv --ranks-per-node "$per_node")
+      extra+=(--topology "$topology" --ranks-per-node "$per_node")
     fi
     rm -rf "$dir"
     timeout -k 10 1800 mpiexec -n "$ranks" "$rudra" dist "$solver" --data "$data" --train-limit "$limit" --test-limit 500 \

@@ -151,14 +151,46 @@ if LSB_MCPU_HOSTS="$(hostname) 5" LSB_JOBID=7 RUDRA="$rudra" timeout -k 5 180 ba
 else fail "lsf: exit $?"; tail -20 "$work/lsf.log"; fi
 grep -q "job 7, 5 ranks" "$work/lsf.log" && pass || fail "lsf: 5 ranks from LSB_MCPU_HOSTS"
 [ "$(grep -c '"event":"epoch"' "$work/lsf/metrics.jsonl" 2>/dev/null)" = 1 ] && pass || fail "lsf: one epoch line"
-lsf_error() {  # lsf_error PATTERN HOSTS [THREADS]
-  if LSB_MCPU_HOSTS=$2 RUDRA_THREADS=${3:-1} RUDRA="$rudra" timeout 20 bash "$lsf" "$solver" >"$work/lsf.err" 2>&1; then
+lsf_error() {  # lsf_error PATTERN HOSTS [THREADS [LAUNCH]]
+  if LSB_MCPU_HOSTS=$2 RUDRA_THREADS=${3:-1} RUDRA_LAUNCH=${4:-hydra} RUDRA="$rudra" timeout 20 bash "$lsf" "$solver" >"$work/lsf.err" 2>&1; then
     fail "lsf with '$2' should fail"
   else grep -qF -- "$1" "$work/lsf.err" && pass || { fail "lsf: wanted '$1'"; cat "$work/lsf.err"; }; fi
 }
 lsf_error "not a multiple of RUDRA_THREADS=2" "$(hostname) 5" 2
 lsf_error "needs at least 3" "$(hostname) 2"
 lsf_error "is not 'host slots' pairs" "$(hostname)"
+lsf_error "RUDRA_LAUNCH must be hydra, jsrun or mpirun, got 'srun'" "$(hostname) 5" 1 srun
+# The jsrun (Spectrum MPI) and mpirun (Open MPI) paths, through stand-ins that log their options
+# and start the ranks with mpiexec (no LSF here): the script's launch line, and a run through it.
+standin=$work/standin
+mkdir -p "$standin"
+cat >"$standin/launcher" <<'EOS'
+#!/usr/bin/env bash
+echo "$(basename "$0") $*" >"$STANDIN_LOG"
+n=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --nrs | -n) n=$2; shift 2 ;;
+    --tasks_per_rs | --cpu_per_rs | --bind | --env | --map-by | --bind-to | -x) shift 2 ;;
+    *) break ;;
+  esac
+done
+exec mpiexec -n "$n" "$@"
+EOS
+chmod +x "$standin/launcher"
+ln -sf launcher "$standin/jsrun"
+ln -sf launcher "$standin/mpirun"
+for launch in jsrun mpirun; do
+  if LSB_MCPU_HOSTS="$(hostname) 5" RUDRA_LAUNCH=$launch JSRUN=$standin/jsrun MPIRUN=$standin/mpirun \
+      STANDIN_LOG=$work/$launch.args RUDRA="$rudra" timeout -k 5 180 bash "$lsf" "$solver" --data "$data" \
+      --epochs 1 --batch 16 --protocol async -o "$work/lsf-$launch" >"$work/lsf-$launch.log" 2>&1 &&
+      [ "$(grep -c '"event":"epoch"' "$work/lsf-$launch/metrics.jsonl" 2>/dev/null)" = 1 ]; then pass
+  else fail "lsf $launch: a run"; tail -20 "$work/lsf-$launch.log"; fi
+done
+grep -q "^jsrun --nrs 5 --tasks_per_rs 1 --cpu_per_rs 1 --bind packed:1 --env OMP_NUM_THREADS=1 $rudra dist $solver" "$work/jsrun.args" &&
+  pass || { fail "lsf jsrun: the launch line"; cat "$work/jsrun.args"; }
+grep -q "^mpirun -n 5 --map-by slot:PE=1 --bind-to core -x OMP_NUM_THREADS $rudra dist $solver" "$work/mpirun.args" &&
+  pass || { fail "lsf mpirun: the launch line"; cat "$work/mpirun.args"; }
 
 expect_error() {  # expect_error NAME PATTERN RANKS ARGS...
   local name=$1 pattern=$2 ranks=$3; shift 3

@@ -146,6 +146,7 @@ int run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, const dist:
     session::SessionSpec spec = s.spec;
     spec.kernels.conv = "own";  // the PS's net only holds the parameters: no backend to choose
     session::TrainingSession run(spec, sets, {.train_net = true, .test_net = false, .solver = true});
+    s.release_train_images();
     if (s.resume) {
         run.restore(s.resume->snapshot, s.resume->path, session::TrainingSession::History::Required);
     } else if (!o.warm_start.empty()) {
@@ -357,8 +358,11 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
         s.stop_requested = [] { return g_stop_requested.load(); };
         // One rank per node reads and decompresses the data set; the others take its bytes (with
         // 32 ranks on 2 cores, each decompressing Fashion-MNIST itself took 22 s of start-up).
-        const data::TrainTest sets = data::unpack_train_test(
+        data::TrainTest sets = data::unpack_train_test(
             dist::MpiSession::share_on_node([&] { return data::pack_train_test(session::load_data(o.data)); }, wait));
+        // The ranks that do not train (the PS, leaf PSs, the statistics server) let the training
+        // images go once their nets are set up; the labels stay (they count the epoch).
+        s.release_train_images = [&sets] { std::vector<uint8_t>().swap(sets.train.pixels); };
         const int64_t done_epochs = s.start_samples / std::max<int64_t>(1, static_cast<int64_t>(sets.train.size()));
         if (!s.resume && done_epochs >= o.epochs)
             throw std::runtime_error(o.warm_start + " has trained " + std::to_string(done_epochs) +

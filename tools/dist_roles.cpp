@@ -99,6 +99,7 @@ void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, const d
                const data::TrainTest& sets, dist::Heartbeat& heartbeat) {
     const int lambda = protocol.learners();
     session::TrainingSession run(s.spec, sets, {.train_net = false, .test_net = true, .solver = false});
+    s.release_train_images();
     const std::string metrics_path = (fs::path(o.output) / "metrics.jsonl").string();
     dist::StatsConfig sc;
     if (s.resume) sc.last_logged_epoch = trim_metrics(metrics_path, s.resume->epoch());
@@ -226,6 +227,7 @@ void run_relay_role(const DistOptions& o, const Setup& s, dist::Transport& t, co
     session::SessionSpec spec = s.spec;
     spec.kernels.conv = "own";  // the net only sizes the parameters: no backend to choose
     const session::TrainingSession run(spec, sets, {.train_net = true, .test_net = false, .solver = false});
+    s.release_train_images();
     dist::RelayConfig c;
     c.parent = s.layout.parent(t.rank());
     c.stats_rank = kStatsRank;

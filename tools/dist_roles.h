@@ -39,6 +39,8 @@ struct Setup {
     std::optional<DistCheckpoint> resume;
     // True once a signal has asked the run to stop (with a checkpoint).
     std::function<bool()> stop_requested;
+    // Frees the training images (not their labels): for the ranks that never train, once set up.
+    std::function<void()> release_train_images;
     dist::Timeline* timeline = nullptr;  // --timeline: this rank's spans
     dist::RankLayout layout;  // the PS protocols: who is a learner, a leaf PS, whose parent
     std::chrono::steady_clock::time_point process_start;  // this rank's
