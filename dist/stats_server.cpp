@@ -26,6 +26,7 @@ void run_stats_server(Transport& t, const StatsConfig& cfg, const std::function<
     std::vector<char> in;
     kernels::AlignedBuffer weights(cfg.param_floats);
     std::vector<double> compute_s(t.size(), 0.0), wait_s(t.size(), 0.0);  // by rank
+    std::vector<int64_t> minibatches(t.size(), 0);                       // by rank: the latest total
     std::vector<char> finished(t.size(), 0);  // by rank: its last report came, or it was lost
     std::vector<TrafficReport> traffic(t.size(), TrafficReport{});  // by rank: the latest it sent
     std::vector<RankStarted> started(t.size(), RankStarted{-1.0, -1.0, -1});  // by rank, once it says
@@ -67,6 +68,12 @@ void run_stats_server(Transport& t, const StatsConfig& cfg, const std::function<
             wait_s.at(static_cast<size_t>(e.source)) = r.wait_s;
             traffic.at(static_cast<size_t>(e.source)) = r.traffic;
             if (r.done) finish(e.source);
+            if (cfg.on_report) {
+                minibatches.at(static_cast<size_t>(e.source)) = r.minibatches;
+                int64_t all = 0;
+                for (int64_t m : minibatches) all += m;
+                cfg.on_report(all, loss_count ? loss_sum / loss_count : 0.0);
+            }
             continue;
         }
         if (e.tag == kLearnerLost) {

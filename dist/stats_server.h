@@ -36,6 +36,9 @@ struct StatsConfig {
     double peer_timeout_s = 15.0;    // a learner silent this long in the middle of a message is skipped
     // Called with every epoch's line (already written to the metrics file).
     std::function<void(const nlohmann::ordered_json& epoch)> on_epoch;
+    // Called after each learner report: the mini-batches all learners have pushed in this run so
+    // far, and the mean training loss since the last epoch line (for a progress display).
+    std::function<void(int64_t minibatches, double loss)> on_report;
 };
 
 // The last line, {"event":"traffic","ranks":[...]}, has each rank's traffic (dist/traffic.h) and,

@@ -33,8 +33,15 @@ tail -1 "$work/hardsync/metrics.jsonl" | grep -q '^{"event":"traffic","ranks":\[
 acc=$(sed -n 's/.*test_accuracy \([0-9.]*\).*/\1/p' "$work/hardsync.test")
 perl -e "exit !($acc > 0.3)" && pass || fail "hardsync learns (test accuracy $acc)"
 run softsync1 5 --protocol softsync --n 1
+# What a person sees: a readable line per epoch (JSON only with --json, below), no progress bar
+# in a log (progress lines come every 30 s: this run is shorter).
+grep -q '^epoch 2/2: test accuracy [0-9.]* (loss [0-9.]*), train loss [0-9.]*, [0-9,]* images/s, staleness [0-9.]* (max [0-9]*), overlap [0-9.]*, [0-9:]* elapsed$' \
+  "$work/softsync1.log" && ! grep -q '"event":"epoch"' "$work/softsync1.log" && ! grep -q $'\r' "$work/softsync1.log" &&
+  pass || { fail "softsync1: readable epoch lines"; grep epoch "$work/softsync1.log"; }
 run softsyncL 5 --protocol softsync --n 3 --lr-modulation per-gradient
-run async 5 --protocol async --mode overlap --momentum 0.5
+run async 5 --protocol async --mode overlap --momentum 0.5 --json --progress bar
+[ "$(grep -c '"event":"epoch"' "$work/async.log")" = 2 ] && grep -q $'\r\033\[Kepoch 1 \[' "$work/async.log" && pass ||
+  fail "async: --json prints the metrics lines, --progress bar draws the bar"
 grep -q '"momentum":0.5' "$work/async/metrics.jsonl" && pass || fail "async: --momentum 0.5 in the start line"
 run overlap1 6 --protocol softsync --n 1 --mode overlap --timeline "$work/overlap1.json"
 # The timeline: one Chrome trace of every rank's spans, the ranks' part files merged away.

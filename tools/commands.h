@@ -103,6 +103,8 @@ struct DistOptions {
     double beta = 0;            // EASGD: moving rate in (0, 1] (0: 0.9 / learners)
     std::string straggler;      // RANK:FACTOR: that learner's compute is slowed FACTOR times ("": none)
     std::string timeline;       // a Chrome-trace file of every rank's spans ("": none)
+    bool json = false;          // the metrics lines on stdout as JSON, instead of readable lines
+    std::string progress = "auto";  // auto | bar | lines | off: progress within an epoch
     std::string topology = "base";  // base | adv | adv* (dist/topology.h)
     int ranks_per_node = 0;     // adv: emulated nodes of this many consecutive ranks (0: the real nodes)
     int fan_out = 0;            // adv: leaf PSs below each parent (0: all below the root)

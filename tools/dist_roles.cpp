@@ -21,6 +21,7 @@
 #include "dist/stats_server.h"
 #include "nn/atomic_file.h"
 #include "session/metrics_log.h"
+#include "tools/dist_display.h"
 #include "tools/exit_codes.h"
 
 namespace rudra::tools::dist_run {
@@ -143,7 +144,10 @@ void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, const d
     sc.protocol = protocol.name();
     sc.start_samples = s.resume ? s.resume->samples() : s.start_samples;
     sc.start_elapsed_s = s.resume ? s.resume->elapsed_s() : 0.0;
-    sc.on_epoch = [](const nlohmann::ordered_json& line) { say(line.dump()); };
+    DistDisplay display(o, static_cast<int64_t>(sets.train.size()), o.batch > 0 ? o.batch : s.train_layer().batch_size,
+                        sc.start_samples);
+    sc.on_epoch = [&](const nlohmann::ordered_json& line) { display.metrics_line(line); };
+    sc.on_report = [&](int64_t minibatches, double loss) { display.learners_report(minibatches, loss); };
     sc.heartbeat = &heartbeat;
     sc.peer_timeout_s = o.peer_timeout;
     training_starts(t, s);

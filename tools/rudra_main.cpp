@@ -200,6 +200,14 @@ int main(int argc, char** argv) {
     d->add_option("--beta", dist.beta, "easgd: moving rate in (0, 1] (default 0.9 / learners)");
     d->add_option("--straggler", dist.straggler,
                   "RANK:FACTOR: slow that learner's compute FACTOR times by sleeping (experiments with stragglers)");
+    d->add_flag("--json", dist.json,
+                "print the metrics lines (epochs, lost learners, stops) on stdout as JSON, as metrics.jsonl has them, "
+                "instead of readable lines");
+    d->add_option("--progress", dist.progress,
+                  "progress within an epoch: bar (redrawn on stderr), lines (one every 30 s), off; auto: bar when "
+                  "rank 1's stderr is a terminal, else lines (under mpiexec it is a pipe: ask for bar)")
+        ->check(CLI::IsMember({"auto", "bar", "lines", "off"}))
+        ->capture_default_str();
     d->add_option("--topology", dist.topology,
                   "base: every learner talks to rank 0; adv: a tree of parameter servers, a leaf PS on each node "
                   "summing its learners' gradients (Rudra-adv); adv*: adv, and the weights go down a broadcast tree "

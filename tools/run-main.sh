@@ -19,7 +19,10 @@ if [ ! -x build/rudra ] || ! build/rudra dist --help >/dev/null 2>&1; then
   echo "run-main: this build has no MPI (apt-get install mpich libmpich-dev); use --single" >&2
   exit 1
 fi
-# One OpenMP thread per rank: six ranks share this machine's cores.
-OMP_NUM_THREADS=1 exec mpiexec -n 6 build/rudra dist \
+# One OpenMP thread per rank: six ranks share this machine's cores. The ranks' output reaches the
+# terminal through mpiexec's pipes, so the progress bar is asked for when this script has one.
+progress=lines
+[ -t 2 ] && progress=bar
+OMP_NUM_THREADS=1 exec mpiexec -n 6 build/rudra dist --progress "$progress" \
   models/cifar10_full_28/cifar10_full_28_b128_solver.prototxt --protocol hardsync --batch 32 --epochs 10 \
   --reference-batch 128 --data "$data" -o runs/fashion-mnist-dist "$@"
