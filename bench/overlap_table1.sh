@@ -9,13 +9,13 @@
 # learners never pull).
 # Prints one Markdown row per run and the median ratio per topology.
 # Usage: bench/overlap_table1.sh RUDRA_BINARY DATA_DIR OUT
-#        environment: LAMBDA=8 MU=4 WIDE=16384 TRAIN_LIMIT=512 ROUNDS=2 RANKS_PER_NODE=5
+#        environment: LAMBDA=8 MU=4 WIDE=16384 TRAIN_LIMIT=512 ROUNDS=2 RANKS_PER_NODE=auto
 #                     PROTOCOL=softsync MODE=base TOPOLOGIES="base adv adv*"
 set -uo pipefail
 rudra=$(readlink -f "$1") data=$2 out=$3
 here=$(cd "$(dirname "$0")" && pwd)
 lambda=${LAMBDA:-8} mu=${MU:-4} wide=${WIDE:-16384} limit=${TRAIN_LIMIT:-512} rounds=${ROUNDS:-2}
-per_node=${RANKS_PER_NODE:-5} protocol=${PROTOCOL:-softsync} mode=${MODE:-base}
+per_node=${RANKS_PER_NODE:-auto} protocol=${PROTOCOL:-softsync} mode=${MODE:-base}
 mkdir -p "$out"
 export OMP_NUM_THREADS=1
 
@@ -26,23 +26,24 @@ perl -0pe 's/(layer \{\s*name: "ip1".*?bottom: )"pool3"/layer {\n  name: "ip_wid
 grep -q '"ip_wide"' "$model" || { echo "overlap_table1: could not widen the model" >&2; exit 1; }
 sed -e "s|^net:.*|net: \"$model\"|" "$here/../models/cifar10_full_28/cifar10_full_28_solver.prototxt" > "$solver"
 
-# Ranks for `lambda` learners: base needs lambda + 2; adv also a leaf PS per node of per_node ranks.
-adv_ranks() { python3 "$here/adv_ranks.py" "$1" "$per_node"; }
+# Ranks for `lambda` learners: base needs lambda + 2; adv also a leaf PS per node (bench/adv_ranks.py).
+adv_layout() { python3 "$here/adv_ranks.py" "$1" "$per_node"; }  # prints "RANKS K"
 
 echo "| round | topology | ranks | overlap ratio | images/s | staleness mean | rank 0 MB / update |"
 echo "|---|---|---|---|---|---|---|"
 for round in $(seq 1 "$rounds"); do
   for topology in ${TOPOLOGIES:-base adv adv*}; do
-    dir=$out/$topology-$round ranks=$((lambda + 2)) extra=()
+    dir=$out/$topology-$round ranks=$((lambda + 2)) extra=() shown=""
     if [ "$topology" != base ]; then
-      ranks=$(adv_ranks "$lambda")
-      extra=(--topology "$topology" --ranks-per-node "$per_node")
+      read -r ranks k < <(adv_layout "$lambda") || { echo "no adv layout for lambda $lambda" >&2; continue; }
+      shown="$ranks ($k per node)"
+      extra=(--topology "$topology" --ranks-per-node "$k")
     fi
     rm -rf "$dir"
     timeout -k 10 1800 mpiexec -n "$ranks" "$rudra" dist "$solver" --data "$data" --train-limit "$limit" \
       --test-limit 100 --protocol "$protocol" --batch "$mu" --epochs 1 --mode "$mode" --wait-sleep-us 2000 \
       "${extra[@]}" -o "$dir" >"$dir.log" 2>&1 || { echo "overlap_table1: $dir failed, see $dir.log" >&2; continue; }
-    python3 - "$dir/metrics.jsonl" "$round" "$topology" "$ranks" <<'EOF'
+    python3 - "$dir/metrics.jsonl" "$round" "$topology" "${shown:-$ranks}" <<'EOF'
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
 e = [l for l in lines if l.get("event") == "epoch"][-1]

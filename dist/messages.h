@@ -27,6 +27,7 @@ enum Tag : int {
     kRankStarted = 17,    // any rank -> statistics server, once training starts: RankStarted
     kGradientSum = 18,    // leaf PS -> its parent (adv): a sum of gradients, and whose they are
     kBroadcastWeights = 19,  // root PS or learner -> learners (adv*): a WeightsReply with the weights, or stop
+    kChildDone = 20,      // leaf PS -> its parent (adv): this rank (int64) below me said goodbye
 };
 
 // What a rank took to get going: the seconds from its process's start until it was ready (MPI,

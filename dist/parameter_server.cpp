@@ -221,7 +221,7 @@ void ParameterServer::check_peers() {
     }
     for (size_t i = 0; i < learners_.size(); ++i) {
         const Learner& l = learners_[i];
-        if (l.lost || children_[static_cast<size_t>(l.child)].bye) continue;
+        if (l.lost || l.done || children_[static_cast<size_t>(l.child)].bye) continue;
         const double silent = hb.silent_s(l.rank);
         if (silent > config_.peer_timeout_s) lose_learner(static_cast<int>(i), silent);
     }
@@ -338,6 +338,17 @@ void ParameterServer::handle_child(const Envelope& e, int index) {
             const float* grad = reinterpret_cast<const float*>(in_.data() + sizeof(GradientHeader));
             const Span span(config_.timeline, "gradient (and update)");
             if (rule_.add_gradient(learner_of_rank_[static_cast<size_t>(l.rank)], h.ts, grad)) after_update();
+            break;
+        }
+        case kChildDone: {
+            if (!l.relay) throw std::runtime_error("PS: a learner's goodbye relayed by a learner");
+            const auto r = unpack_header<int64_t>(in_);
+            const int i = r >= 0 && r < static_cast<int64_t>(learner_of_rank_.size())
+                              ? learner_of_rank_[static_cast<size_t>(r)] : -1;
+            if (i >= 0) {
+                learners_[static_cast<size_t>(i)].done = true;
+                hooks_.heartbeat->stop_notifying(static_cast<int>(r));
+            }
             break;
         }
         case kGradientSum:

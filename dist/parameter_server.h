@@ -126,6 +126,7 @@ private:
         int rank = 0;
         int child = 0;  // the index of the child it talks through (itself under base)
         bool lost = false;
+        bool done = false;  // said goodbye (to its leaf PS, which told the root)
     };
     std::vector<Child> children_;
     std::vector<Learner> learners_;

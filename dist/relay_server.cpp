@@ -214,8 +214,16 @@ private:
             case kGradientSum:
                 if (!stopping_) add_sum(e);
                 break;
-            case kBye:
+            case kBye: {
                 ch.bye = true;
+                // The root watches every learner's heartbeats: a learner that is done stops sending
+                // them, and must not be taken for lost.
+                const int64_t done = e.source;
+                t_.send(c_.parent, kChildDone, &done, sizeof done);
+                break;
+            }
+            case kChildDone:  // from a leaf below: passed up to the root
+                t_.send(c_.parent, kChildDone, in_.data(), in_.size());
                 break;
             default:
                 throw std::runtime_error("leaf PS: unexpected message tag " + std::to_string(e.tag) + " from rank " +

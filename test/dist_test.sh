@@ -59,13 +59,13 @@ grep -q '"mb16ic1ih28' "$work/auto-cache.json" && grep -q '"mb100ic1ih28' "$work
   fail "auto: the cache holds the learners' shapes and the statistics server's"
 run many 16 --protocol softsync --n 2 --wait-sleep-us 50
 
-# Rudra-adv: nodes of 4 ranks, a leaf PS on each ({0,1,2,3} {4..7} {8,9}: leaves 2, 4, 8), the
+# Rudra-adv: nodes of 4 ranks, a leaf PS on each ({0,1,2,3} {4..7} {8..11}: leaves 2, 4, 8), the
 # root counting every relayed gradient; hardsync exact and never stale, the layout in the metrics.
-run adv_hardsync 10 --protocol hardsync --topology adv --ranks-per-node 4
+run adv_hardsync 12 --protocol hardsync --topology adv --ranks-per-node 4
 grep -q '"max":0,' "$work/adv_hardsync/staleness.json" && pass || fail "adv_hardsync: staleness always 0"
 head -1 "$work/adv_hardsync/metrics.jsonl" | grep -q '"layout":{"topology":"adv","fan_out":0,"ranks":\[{"rank":0,"role":"root parameter server","node":0},{"rank":1,"role":"statistics server","node":0},{"rank":2,"role":"leaf parameter server","node":0,"parent":0},{"rank":3,"role":"learner","node":0,"parent":2},{"rank":4,"role":"leaf parameter server","node":1,"parent":0}' &&
   pass || { fail "adv_hardsync: the layout in the start line"; head -1 "$work/adv_hardsync/metrics.jsonl"; }
-grep -q '^  node 2: rank 8 leaf parameter server (parent 0), learners 9$' "$work/adv_hardsync.log" && pass ||
+grep -q '^  node 2: rank 8 leaf parameter server (parent 0), learners 9 10 11$' "$work/adv_hardsync.log" && pass ||
   fail "adv_hardsync: the layout printed at start"
 # The root took sums from its 3 leaves, one per leaf and update (hardsync), never a learner's gradient.
 perl -MJSON::PP -e '
@@ -78,11 +78,21 @@ perl -MJSON::PP -e '
   die "received $per messages per update\n" unless $per >= 5.5 && $per < 7.5;' "$work/adv_hardsync/metrics.jsonl" &&
   pass || fail "adv_hardsync: rank 0 hears only its leaves"
 run adv_softsync 12 --protocol softsync --n 1 --topology adv --ranks-per-node 4 --fan-out 1 --mode overlap
+run adv_async 12 --protocol async --topology adv --ranks-per-node 4 --mode overlap
+# Every topology gives its learners the same samples: hardsync with the same 7 learners under base,
+# adv and adv* ends with the same model (to rounding: the leaves add first), so the same test loss.
+run hardsync7 9 --protocol hardsync
+run advstar_hardsync 12 --protocol hardsync --topology 'adv*' --ranks-per-node 4
+last_loss() { perl -MJSON::PP -ne '$l = decode_json($_)->{test_loss} if /"event":"epoch"/; END { print $l }' "$work/$1/metrics.jsonl"; }
+for other in adv_hardsync advstar_hardsync; do
+  perl -e 'exit !(abs($ARGV[0] - $ARGV[1]) <= 1e-3 * abs($ARGV[0]) && $ARGV[0] > 0)' "$(last_loss hardsync7)" "$(last_loss $other)" &&
+    pass || fail "$other: test loss $(last_loss $other), base's $(last_loss hardsync7)"
+done
 tail -1 "$work/adv_softsync/metrics.jsonl" | grep -q '{"rank":2,"role":"inner parameter server".*{"rank":8,"role":"leaf parameter server"' &&
   pass || fail "adv_softsync: a chain of leaves with --fan-out 1"
 # Rudra-adv*: the weights go down a broadcast tree over the learners (a chain with fan-out 1:
-# rank 0 -> 3 -> 5 -> 6 -> 7 -> 9); the leaves take no weights; the learners overlap almost fully.
-run advstar 10 --protocol softsync --n 1 --topology 'adv*' --ranks-per-node 4 --broadcast-fan-out 1
+# rank 0 -> 3 -> 5 -> 6 -> 7 -> 9 -> 10 -> 11); the leaves take no weights.
+run advstar 12 --protocol softsync --n 1 --topology 'adv*' --ranks-per-node 4 --broadcast-fan-out 1
 head -1 "$work/advstar/metrics.jsonl" | grep -q '"topology":"adv\*","fan_out":0,"broadcast_fan_out":1,.*{"rank":6,"role":"learner","node":1,"parent":4,"broadcast_parent":5}' &&
   pass || { fail "advstar: the broadcast tree in the layout"; head -1 "$work/advstar/metrics.jsonl"; }
 perl -MJSON::PP -e '
@@ -217,7 +227,11 @@ expect_error beta_elsewhere "--beta is a setting of --protocol easgd" 4 --data "
 expect_error too_few "needs at least 3 ranks" 2 --data "$data" --protocol async
 expect_error adv_allreduce "--topology adv is a parameter-server tree for hardsync, softsync and async, not for --protocol allreduce" \
   6 --data "$data" --protocol allreduce --topology adv
-expect_error adv_lone "node 2 has only rank 8 besides ranks 0 and 1" 9 --data "$data" --protocol async --topology adv --ranks-per-node 4
+expect_error adv_lone "node 0 has only rank 2 besides ranks 0 and 1" 9 --data "$data" --protocol async --topology adv --ranks-per-node 3
+expect_error adv_divide "--ranks-per-node 4 does not divide the 10 ranks into nodes" 10 --data "$data" --protocol async \
+  --topology adv --ranks-per-node 4
+expect_error adv_fan_out "--fan-out: must be a positive integer, got '0'" 8 --data "$data" --protocol async --topology adv \
+  --ranks-per-node 4 --fan-out 0
 expect_error adv_per_gradient "--lr-modulation per-gradient weighs each gradient before the sum" \
   8 --data "$data" --protocol softsync --topology adv --ranks-per-node 4 --lr-modulation per-gradient
 expect_error per_node_base "--ranks-per-node is a setting of --topology adv and adv*" 5 --data "$data" --protocol async --ranks-per-node 2

@@ -37,13 +37,15 @@ inline dist::HeartbeatConfig beats(std::vector<int> notify, double timeout_s = 1
     return c;
 }
 
-// Learner work for the toy objective 0.5 * |w - 3|^2: the gradient is w - 3. A gradient takes
+// Learner work for the toy objective 0.5 * |w - target|^2 (target 3 unless set): the gradient is
+// w - target. A gradient takes
 // `compute_time`, as a real one does: the in-process hub buffers every send, so learners that
 // produce gradients as fast as a loop can would flood the PS's queue, and the staleness (and so
 // the convergence of async SGD) would depend on thread scheduling.
 struct Quadratic {
     std::vector<float> w, g;
     std::chrono::microseconds compute_time;
+    float target = 3.0f;
     explicit Quadratic(size_t n, std::chrono::microseconds t = std::chrono::microseconds(300))
         : w(n), g(n), compute_time(t) {}
     dist::LearnerWork work() {
@@ -54,7 +56,7 @@ struct Quadratic {
             std::this_thread::sleep_for(compute_time);
             double loss = 0;
             for (size_t i = 0; i < w.size(); ++i) {
-                g[i] = w[i] - 3.0f;
+                g[i] = w[i] - target;
                 loss += 0.5 * g[i] * g[i];
             }
             return loss;

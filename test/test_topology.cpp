@@ -174,8 +174,10 @@ struct TreeResult {
 };
 
 // Every rank of `layout` as a thread on the in-process hub.
+// With `spread`, learner l's target is 3 + l - (lambda - 1) / 2: their gradients differ, and
+// their mean still points at 3.
 TreeResult run_tree(const RankLayout& layout, const Protocol& proto, bool overlap, int64_t samples_per_epoch,
-                    int epochs, int n) {
+                    int epochs, int n, bool spread = false) {
     InProcessHub hub(layout.size());
     TreeResult out;
     nn::ParamStore params = vector_store(n);
@@ -188,6 +190,8 @@ TreeResult run_tree(const RankLayout& layout, const Protocol& proto, bool overla
     // A millisecond per gradient: the extra hop of the tree floods the root sooner than one PS.
     for (int l = 0; l < lambda; ++l)
         models.push_back(std::make_unique<Quadratic>(floats, std::chrono::milliseconds(1)));
+    if (spread)
+        for (int l = 0; l < lambda; ++l) models[static_cast<size_t>(l)]->target = 3.0f + l - (lambda - 1) / 2.0f;
     out.relays.resize(layout.relays().size());
     for (int l = 0; l < lambda; ++l)
         threads.emplace_back([&, l] {
@@ -236,7 +240,8 @@ TreeResult run_tree(const RankLayout& layout, const Protocol& proto, bool overla
     InProcessTransport t(hub, 0);
     PsConfig pc;
     pc.learner_ranks = layout.learners();
-    for (int child : layout.children(0)) pc.relays.push_back({child, layout.learners_below(child)});
+    for (int child : layout.children(0))
+        if (layout.role(child) == RankLayout::Role::Relay) pc.relays.push_back({child, layout.learners_below(child)});
     pc.broadcast_children = layout.broadcast_children(0);
     pc.samples_per_epoch = samples_per_epoch;
     pc.epochs = epochs;
@@ -338,5 +343,28 @@ TEST_CASE("adv on the in-process transport: every protocol converges, counts eve
             CHECK(first.at("received_messages").get<int64_t>() >= 2);
             CHECK(first.at("sent_messages").get<int64_t>() >= 2 * ranks[0].at("weight_replies").get<int64_t>());
         }
+    }
+}
+
+TEST_CASE("hardsync gives the same weights under every topology: the trees change who adds, not what") {
+    // 7 learners each: base on 9 ranks, adv and adv* on 12 in nodes of 4 (the same 7 targets).
+    const RankLayout adv = RankLayout::make(Topology::Adv, consecutive_nodes(12, 4), 0);
+    const RankLayout star = RankLayout::make(Topology::AdvStar, consecutive_nodes(12, 4), 0, 2);
+    const RankLayout base = RankLayout::make(Topology::Base, std::vector<int>(9, 0), 0);
+    REQUIRE(base.learners().size() == 7);
+    const Protocol proto = Protocol::hardsync(7);
+    std::vector<std::vector<float>> weights;
+    for (const RankLayout* layout : {&base, &adv, &star}) {
+        auto fut = std::async(std::launch::async, [&] { return run_tree(*layout, proto, false, 70, 2, 5, true); });
+        REQUIRE(fut.wait_for(std::chrono::seconds(60)) == std::future_status::ready);
+        const TreeResult r = fut.get();
+        CHECK(r.ps.updates == 20);
+        weights.push_back(r.weights);
+    }
+    for (int i = 0; i < 5; ++i) {
+        CAPTURE(i);
+        CHECK(weights[0][static_cast<size_t>(i)] != doctest::Approx(0.0));
+        CHECK(weights[1][static_cast<size_t>(i)] == doctest::Approx(weights[0][static_cast<size_t>(i)]).epsilon(1e-6));
+        CHECK(weights[2][static_cast<size_t>(i)] == doctest::Approx(weights[0][static_cast<size_t>(i)]).epsilon(1e-6));
     }
 }

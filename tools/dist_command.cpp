@@ -322,6 +322,10 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
         std::vector<int> nodes(static_cast<size_t>(transport.size()), 0);
         if (topology != dist::Topology::Base) {
             if (o.ranks_per_node > 0) {
+                if (transport.size() % o.ranks_per_node != 0)
+                    throw std::runtime_error("--ranks-per-node " + std::to_string(o.ranks_per_node) +
+                                             " does not divide the " + std::to_string(transport.size()) +
+                                             " ranks into nodes");
                 for (int r = 0; r < transport.size(); ++r) nodes[static_cast<size_t>(r)] = r / o.ranks_per_node;
             } else {
                 nodes = dist::MpiSession::node_of_each_rank();  // collective: every rank is here

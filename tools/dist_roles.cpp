@@ -165,7 +165,10 @@ void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, 
                       const data::TrainTest& sets, const Binding& binding, double straggle) {
     const int rank = t.rank();
     session::SessionSpec spec = s.spec;
-    spec.seed = s.spec.seed + rank;  // each learner's own dropout stream
+    // Each learner's own dropout and sample streams, numbered as the ranks of base's learners
+    // (2, 3, ...), so that every topology gives its learners the same samples.
+    const int stream = kFirstLearner + s.layout.learner_index(rank);
+    spec.seed = s.spec.seed + stream;
     // `auto` backends are measured once for the job: the first learner measures (or reads its
     // cache) and sends its choices to the other learners, whose nets have the same shapes.
     const std::vector<int>& learners = s.layout.learners();
@@ -192,7 +195,7 @@ void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, 
         s.resume ? s.resume->applied(s.layout.learner_index(rank)) * (protocol.elastic() ? o.tau : 1) : 0;
     const uint64_t position = static_cast<uint64_t>(taken) * static_cast<uint64_t>(run.batch());
     data::Prefetcher prefetch(sets.train, run.train_transform(), run.batch(),
-                              s.spec.seed * 7919 + static_cast<uint64_t>(rank), position, binding.helper_thread);
+                              s.spec.seed * 7919 + static_cast<uint64_t>(stream), position, binding.helper_thread);
     nn::ParamStore& params = run.params();
     if (protocol.elastic()) {
         // A resumed learner starts from the centre (its first pull), with fresh momentum.

@@ -217,9 +217,8 @@ int main(int argc, char** argv) {
     d->add_option("--ranks-per-node", dist.ranks_per_node,
                   "adv, adv*: take each K consecutive ranks for a node (emulates nodes on one machine; default: the real nodes)")
         ->check(checks::kPositiveInteger);
-    d->add_option("--fan-out", dist.fan_out, "adv, adv*: leaf parameter servers below each parent (0: all below the root)")
-        ->check(checks::kNonNegativeInteger)
-        ->capture_default_str();
+    d->add_option("--fan-out", dist.fan_out, "adv, adv*: leaf parameter servers below each parent (default: all below the root)")
+        ->check(checks::kPositiveInteger);
     d->add_option("--broadcast-fan-out", dist.broadcast_fan_out,
                   "adv*: learners the root, and then each learner, forwards the weights to")
         ->check(checks::kPositiveInteger)
