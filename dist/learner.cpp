@@ -39,6 +39,17 @@ struct Sync {
     }
 };
 
+// Gives the model the weights in `fresh`: by a pointer swap (the model reads `fresh` from then on,
+// and `fresh` becomes the buffer it has left, free to be written) or by a copy.
+void hand_to_model(const LearnerWork& work, float*& fresh, float*& model) {
+    if (work.use_weights) {
+        work.use_weights(fresh);
+        std::swap(fresh, model);
+    } else {
+        work.load_weights(fresh);
+    }
+}
+
 // Where the compute loop's weights come from: pulls from the PS, or adv*'s broadcast. Both run
 // a thread of their own; the rest is called with sync.mu held.
 class WeightSource {
@@ -79,13 +90,7 @@ public:
     // Weights a finished pull brought: hands them to the model and sets `ts` to their timestamp.
     void take(const LearnerWork& work, int64_t& ts) override {
         if (in_flight_ || !fresh_) return;
-        if (work.use_weights) {
-            work.use_weights(comm_);
-            std::swap(comm_, compute_);  // the next pull fills the buffer the model has left
-            if (!comm_) comm_ = compute_ == a_.data() ? b_.data() : a_.data();
-        } else {
-            work.load_weights(comm_);
-        }
+        hand_to_model(work, comm_, compute_);  // the next pull fills the buffer the model has left
         ts = ts_;
         fresh_ = false;
     }
@@ -128,7 +133,7 @@ private:
     Timeline* timeline_;
     kernels::AlignedBuffer a_, b_;
     float* comm_ = a_.data();       // the next pull's target
-    float* compute_ = nullptr;      // the buffer the model reads (swap only)
+    float* compute_ = b_.data();    // the buffer the model reads (swap only; at first its own arena)
     bool requested_ = false, in_flight_ = false, fresh_ = false;
     int64_t have_ts_ = -1, min_ts_ = 0, ts_ = -1;
     std::thread thread_;
@@ -152,12 +157,7 @@ public:
     bool fresh() const override { return fresh_; }
     void take(const LearnerWork& work, int64_t& ts) override {
         if (!fresh_) return;
-        if (work.use_weights) {
-            work.use_weights(ready_);
-            std::swap(ready_, compute_);  // ready_ is now the buffer the model has left
-        } else {
-            work.load_weights(ready_);
-        }
+        hand_to_model(work, ready_, compute_);
         ts = ts_;
         fresh_ = false;
     }
