@@ -9,6 +9,7 @@
 #include <future>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "dist/heartbeat.h"
 #include "dist/inprocess_transport.h"
@@ -107,8 +108,16 @@ TEST_CASE("layout: base puts every learner below rank 0; adv a leaf PS on each n
 }
 
 TEST_CASE("relayed sums: the root counts, clocks and modulates each gradient as if it came alone") {
-    const float g1[2] = {1.0f, 2.0f}, g2[2] = {3.0f, 4.0f}, g3[2] = {5.0f, 6.0f};
-    const float g12[2] = {4.0f, 6.0f};
+    // Gradients span the whole arena, padding included, as a learner's flat buffer does.
+    const size_t floats = vector_store(2).size();
+    auto grad = [floats](float a, float b) {
+        std::vector<float> g(floats, 0.0f);
+        g[0] = a;
+        g[1] = b;
+        return g;
+    };
+    const std::vector<float> v1 = grad(1, 2), v2 = grad(3, 4), v3 = grad(5, 6), v12 = grad(4, 6);
+    const float *g1 = v1.data(), *g2 = v2.data(), *g3 = v3.data(), *g12 = v12.data();
     SUBCASE("hardsync: a sum of two learners and a third learner's equal the three alone") {
         auto run = [&](bool bundled) {
             nn::ParamStore p = vector_store(2);
