@@ -1,6 +1,8 @@
 // An image classification data set held in memory as bytes: pixels [N, C, H, W] and labels [N].
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -18,12 +20,19 @@ struct Dataset {
     std::string label_source;  // the file the labels came from (IDX keeps them apart)
     int channels = 0, height = 0, width = 0;
     int num_classes = 0;
-    std::vector<uint8_t> pixels;
+    std::vector<uint8_t> pixels;  // the pixels, unless `mapped` points at them
     std::vector<uint8_t> labels;
+    // Pixels in memory shared with other processes (the one copy of a node's training set that
+    // its ranks map), kept alive by `mapping`; when set, `pixels` is empty.
+    const uint8_t* mapped = nullptr;
+    std::shared_ptr<const void> mapping;
 
     int64_t size() const { return static_cast<int64_t>(labels.size()); }
     int64_t sample_bytes() const { return static_cast<int64_t>(channels) * height * width; }
-    const uint8_t* sample(int64_t i) const { return pixels.data() + i * sample_bytes(); }
+    const uint8_t* pixel_data() const { return mapped ? mapped : pixels.data(); }
+    const uint8_t* sample(int64_t i) const { return pixel_data() + i * sample_bytes(); }
+    // Lets the pixels go (owned or mapped); the labels stay.
+    void release_pixels();
     // Keeps the first n samples (tests and quick runs).
     void truncate(int64_t n);
 };
@@ -48,6 +57,9 @@ struct TrainTest {
 // that pack_train_test did not write.
 std::vector<uint8_t> pack_train_test(const TrainTest& t);
 TrainTest unpack_train_test(const std::vector<uint8_t>& bytes);
+// The same, without copying the training pixels: they stay in `bytes` (memory shared with other
+// processes), which `keep` keeps alive as long as the training set is used.
+TrainTest view_train_test(const uint8_t* bytes, size_t size, std::shared_ptr<const void> keep);
 
 // Finds the data set in `dir`: IDX files (train-images-idx3-ubyte[.gz], ...) or CIFAR-10
 // (data_batch_N.bin, test_batch.bin). format: "auto", "idx" or "cifar10".

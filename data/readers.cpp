@@ -80,7 +80,13 @@ void set_classes(Dataset& d) {
 void Dataset::truncate(int64_t n) {
     if (n >= size()) return;
     labels.resize(n);
-    pixels.resize(n * sample_bytes());
+    if (!mapped) pixels.resize(n * sample_bytes());  // a mapping stays whole; the samples past n go unread
+}
+
+void Dataset::release_pixels() {
+    std::vector<uint8_t>().swap(pixels);
+    mapped = nullptr;
+    mapping.reset();
 }
 
 Dataset read_idx(const std::string& images_path, const std::string& labels_path) {

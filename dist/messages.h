@@ -31,10 +31,12 @@ enum Tag : int {
 };
 
 // What a rank took to get going: the seconds from its process's start until it was ready (MPI,
-// data, nets) and until training started (every rank ready), and its resident memory then.
+// data, nets) and until training started (every rank ready), and its resident memory then: all
+// of it, and the part private to it (anonymous memory: without the node's shared copy of the
+// data set, which a rank counts as resident once it has read those pages).
 struct RankStarted {
     double ready_s, startup_s;
-    int64_t resident_kb;
+    int64_t resident_kb, private_kb;
 };
 
 struct WeightsRequest {

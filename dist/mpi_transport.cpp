@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <unistd.h>
+
 namespace rudra::dist {
 
 MpiSession::MpiSession(int* argc, char*** argv) {
@@ -91,30 +93,68 @@ std::vector<int> MpiSession::node_of_each_rank() {
     return nodes;
 }
 
-std::vector<uint8_t> MpiSession::share_on_node(const std::function<std::vector<uint8_t>()>& make,
-                                               const WaitPolicy& policy) {
+data::SharedBytes MpiSession::map_on_node(const std::function<std::vector<uint8_t>()>& make, const std::string& dir,
+                                          const WaitPolicy& policy, std::string& problem) {
     // The node's communicator first, all ranks together (a blocking collective polls: ranks
     // waiting in it for one that works would take the cores from it).
     MPI_Comm node;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     int node_rank = 0;
     MPI_Comm_rank(node, &node_rank);
-    std::vector<uint8_t> bytes;
-    if (node_rank == 0) bytes = make();
-    // Non-blocking, waited for under the policy, for the same reason.
-    const auto bcast = [&](void* data, int count, MPI_Datatype type) {
-        MPI_Request req;
-        check(MPI_Ibcast(data, count, type, 0, node, &req), "MPI_Ibcast", kAnySource);
-        complete(policy, req, kAnySource, {});
+    // Non-blocking collectives, waited for under the policy, for the same reason.
+    const auto bcast = [&](void* data, uint64_t count, MPI_Datatype type) {
+        constexpr uint64_t kChunk = uint64_t{1} << 30;  // MPI counts are ints
+        int unit = 1;
+        MPI_Type_size(type, &unit);
+        for (uint64_t at = 0; at < count; at += kChunk) {
+            MPI_Request req;
+            check(MPI_Ibcast(static_cast<char*>(data) + at * static_cast<uint64_t>(unit),
+                             static_cast<int>(std::min(kChunk, count - at)), type, 0, node, &req),
+                  "MPI_Ibcast", kAnySource);
+            complete(policy, req, kAnySource, {});
+        }
     };
-    uint64_t size = bytes.size();
-    bcast(&size, 1, MPI_UINT64_T);
-    bytes.resize(size);
-    constexpr uint64_t kChunk = uint64_t{1} << 30;  // MPI counts are ints
-    for (uint64_t at = 0; at < size; at += kChunk)
-        bcast(bytes.data() + at, static_cast<int>(std::min(kChunk, size - at)), MPI_BYTE);
+    const auto all_of = [&](int ok) {
+        int all = 0;
+        MPI_Request req;
+        check(MPI_Iallreduce(&ok, &all, 1, MPI_INT, MPI_MIN, node, &req), "MPI_Iallreduce", kAnySource);
+        complete(policy, req, kAnySource, {});
+        return all != 0;
+    };
+    std::vector<uint8_t> bytes;
+    std::string path;
+    if (node_rank == 0) {
+        bytes = make();
+        if (!dir.empty()) {
+            try {
+                path = data::write_shared_file(dir, bytes);
+            } catch (const std::exception& e) {
+                problem = e.what();
+            }
+        }
+    }
+    uint64_t sizes[2] = {bytes.size(), path.size()};
+    bcast(sizes, 2, MPI_UINT64_T);
+    path.resize(sizes[1]);
+    bcast(path.data(), sizes[1], MPI_CHAR);
+    data::SharedBytes out;
+    if (!path.empty()) {
+        try {
+            out = data::map_shared_file(path, sizes[0]);
+        } catch (const std::exception& e) {
+            problem = e.what();
+        }
+    }
+    const bool mapped = all_of(out.keep != nullptr);
+    // Every rank has mapped the file, or none will use it: its name can go.
+    if (node_rank == 0 && !path.empty()) unlink(path.c_str());
+    if (!mapped) {
+        bytes.resize(sizes[0]);
+        bcast(bytes.data(), sizes[0], MPI_BYTE);
+        out = data::hold_bytes(std::move(bytes));
+    }
     MPI_Comm_free(&node);
-    return bytes;
+    return out;
 }
 
 MpiTransport::MpiTransport(WaitPolicy policy) : policy_(policy) {

@@ -5,10 +5,12 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include <mpi.h>
 
+#include "data/shared_bytes.h"
 #include "dist/allreduce.h"
 #include "dist/transport.h"
 #include "dist/wait_policy.h"
@@ -36,11 +38,13 @@ public:
     static int rank_on_this_node();
     // Collective: for every rank of the job, a number naming its node (the lowest rank on it).
     static std::vector<int> node_of_each_rank();
-    // Collective over the ranks of this node: the first one calls `make`, and every one returns
-    // its bytes (broadcast over shared memory), so that one rank per node does the work behind
-    // them while the others sleep under `policy`.
-    static std::vector<uint8_t> share_on_node(const std::function<std::vector<uint8_t>()>& make,
-                                              const WaitPolicy& policy);
+    // Collective over the ranks of this node: the first one calls `make` while the others sleep
+    // under `policy`, and every one returns its bytes. They are one copy for the node: a file in
+    // `dir` (e.g. /dev/shm) that each rank maps read-only, removed as soon as all have mapped it.
+    // Where that fails (no such directory, no room, an empty `dir`), each rank gets a copy of its
+    // own by a broadcast, and `problem` says why on the ranks that saw the failure.
+    static data::SharedBytes map_on_node(const std::function<std::vector<uint8_t>()>& make, const std::string& dir,
+                                         const WaitPolicy& policy, std::string& problem);
 
 private:
     bool finalize_ = true;

@@ -29,7 +29,7 @@ void run_stats_server(Transport& t, const StatsConfig& cfg, const std::function<
     std::vector<int64_t> minibatches(t.size(), 0);                       // by rank: the latest total
     std::vector<char> finished(t.size(), 0);  // by rank: its last report came, or it was lost
     std::vector<TrafficReport> traffic(t.size(), TrafficReport{});  // by rank: the latest it sent
-    std::vector<RankStarted> started(t.size(), RankStarted{-1.0, -1.0, -1});  // by rank, once it says
+    std::vector<RankStarted> started(t.size(), RankStarted{-1.0, -1.0, -1, -1});  // by rank, once it says
     double loss_sum = 0.0;
     int64_t loss_count = 0, prev_samples = cfg.start_samples;
     double prev_elapsed = cfg.start_elapsed_s;
@@ -162,6 +162,7 @@ void run_stats_server(Transport& t, const StatsConfig& cfg, const std::function<
             one["ready_s"] = std::round(s.ready_s * 100) / 100;
             one["startup_s"] = std::round(s.startup_s * 100) / 100;
             one["resident_mb"] = std::round(static_cast<double>(s.resident_kb) / 102.4) / 10;
+            one["private_mb"] = std::round(static_cast<double>(s.private_kb) / 102.4) / 10;
         }
         one.update(traffic_json(traffic[static_cast<size_t>(r)]));
         ranks.push_back(one);

@@ -28,10 +28,16 @@ cmp -s "$work/hardsync/final.rudra" "$work/hardsync_again/final.rudra" && pass |
 grep -q '"max":0,' "$work/hardsync/staleness.json" && pass || fail "hardsync: staleness always 0"
 # Traffic: a last line with every rank's counts; the PS answered pulls with weights or "nothing newer".
 # Each rank's start-up time and resident memory come first.
-tail -1 "$work/hardsync/metrics.jsonl" | grep -q '^{"event":"traffic","ranks":\[{"rank":0,"role":"parameter server","ready_s":[0-9.]*,"startup_s":[0-9.]*,"resident_mb":[1-9][0-9.]*,"sent_messages":[1-9][0-9]*,[^}]*"weight_replies":[1-9][0-9]*,"empty_replies":[0-9]*},{"rank":1,"role":"statistics server","ready_s".*{"rank":4,"role":"learner","ready_s"' &&
+tail -1 "$work/hardsync/metrics.jsonl" | grep -q '^{"event":"traffic","ranks":\[{"rank":0,"role":"parameter server","ready_s":[0-9.]*,"startup_s":[0-9.]*,"resident_mb":[1-9][0-9.]*,"private_mb":[1-9][0-9.]*,"sent_messages":[1-9][0-9]*,[^}]*"weight_replies":[1-9][0-9]*,"empty_replies":[0-9]*},{"rank":1,"role":"statistics server","ready_s".*{"rank":4,"role":"learner","ready_s"' &&
   pass || { fail "hardsync: the traffic line"; tail -1 "$work/hardsync/metrics.jsonl"; }
 acc=$(sed -n 's/.*test_accuracy \([0-9.]*\).*/\1/p' "$work/hardsync.test")
 perl -e "exit !($acc > 0.3)" && pass || fail "hardsync learns (test accuracy $acc)"
+# The node's ranks mapped one copy of the data set from /dev/shm, and its file is gone.
+[ -z "$(ls /dev/shm/rudra-data-* 2>/dev/null)" ] && pass || fail "the node's shared copy of the data set was left in /dev/shm"
+# Where no copy can be shared, each rank holds its own, and says why.
+run own_copies 4 --protocol async --node-data-dir "$work/no-such-dir"
+grep -q "^rank 0: the node's ranks do not share one copy of the data set (.*no-such-dir/rudra-data-.*: cannot create a file: No such file or directory); each holds its own$" \
+  "$work/own_copies.log" && pass || fail "own_copies: the reason for not sharing"
 run softsync1 5 --protocol softsync --n 1
 # What a person sees: a readable line per epoch (JSON only with --json, below), no progress bar
 # in a log (progress lines come every 30 s: this run is shorter).

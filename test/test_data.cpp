@@ -13,6 +13,7 @@
 
 #include "data/batch_stream.h"
 #include "data/dataset.h"
+#include "data/shared_bytes.h"
 #include "data/transform.h"
 #include "test_files.h"
 
@@ -208,7 +209,10 @@ TEST_CASE("prefetcher: the start hook runs once, on the I/O thread (where bindin
     CHECK(hook_thread != std::this_thread::get_id());
 }
 
-TEST_CASE("a packed data set unpacks to the same one; damaged bytes are a clear error") {
+namespace {
+
+// Five training images of 1x2x3 and two test images.
+TrainTest small_train_test() {
     TrainTest t;
     t.format = "idx";
     t.train.source = "train-images";
@@ -224,6 +228,13 @@ TEST_CASE("a packed data set unpacks to the same one; damaged bytes are a clear 
     t.test = t.train;
     t.test.source = "test-images";
     t.test.truncate(2);
+    return t;
+}
+
+}  // namespace
+
+TEST_CASE("a packed data set unpacks to the same one; damaged bytes are a clear error") {
+    const TrainTest t = small_train_test();
     const std::vector<uint8_t> bytes = pack_train_test(t);
     const TrainTest u = unpack_train_test(bytes);
     CHECK(u.format == "idx");
@@ -246,4 +257,53 @@ TEST_CASE("a packed data set unpacks to the same one; damaged bytes are a clear 
     std::vector<uint8_t> other = bytes;
     other[0] ^= 1;
     CHECK_THROWS_WITH_AS(unpack_train_test(other), doctest::Contains("bad magic"), DataError);
+}
+
+TEST_CASE("a node's one copy: written to a memory file, mapped read-only, the training pixels viewed in place") {
+    const TrainTest t = small_train_test();
+    const std::vector<uint8_t> bytes = pack_train_test(t);
+    char dir_template[] = "/tmp/rudra-test-shared-XXXXXX";
+    const std::string dir = mkdtemp(dir_template);
+    const std::string path = write_shared_file(dir, bytes);
+    CHECK(path.rfind(dir + "/rudra-data-", 0) == 0);
+    SharedBytes mapped = map_shared_file(path, bytes.size());
+    CHECK(unlink(path.c_str()) == 0);  // the mapping outlives the name, as on a node
+    REQUIRE(mapped.data != nullptr);
+    CHECK(std::equal(bytes.begin(), bytes.end(), mapped.data));
+    TrainTest v = view_train_test(mapped.data, mapped.size, std::move(mapped.keep));
+    mapped = SharedBytes{};  // only the training set keeps the mapping now
+    CHECK(v.format == "idx");
+    CHECK(v.train.pixels.empty());
+    REQUIRE(v.train.mapped != nullptr);
+    CHECK(v.train.size() == t.train.size());
+    for (int64_t i = 0; i < t.train.size(); ++i)
+        CHECK(std::equal(t.train.sample(i), t.train.sample(i) + t.train.sample_bytes(), v.train.sample(i)));
+    CHECK(v.train.labels == t.train.labels);
+    CHECK(v.test.mapped == nullptr);  // the test set is copied out
+    CHECK(v.test.pixels == t.test.pixels);
+    // A viewed set packs to the same bytes, and truncating it shortens what is read.
+    CHECK(pack_train_test(v) == bytes);
+    v.train.truncate(3);
+    CHECK(v.train.size() == 3);
+    CHECK(v.train.sample(2)[5] == 25);
+    v.train.release_pixels();
+    CHECK(v.train.pixel_data() == nullptr);
+    CHECK(v.train.size() == 3);  // the labels stay
+
+    // The heap stands in where no file could be shared.
+    const SharedBytes held = hold_bytes(bytes);
+    CHECK(held.size == bytes.size());
+    CHECK(std::equal(bytes.begin(), bytes.end(), held.data));
+    const TrainTest h = view_train_test(held.data, held.size, held.keep);
+    CHECK(std::equal(t.train.sample(4), t.train.sample(4) + 6, h.train.sample(4)));
+
+    // Failures name the file and the reason, and leave nothing behind.
+    CHECK_THROWS_WITH(write_shared_file(dir + "/none", bytes), doctest::Contains("cannot create a file"));
+    CHECK_THROWS_WITH(map_shared_file(dir + "/none", 4), doctest::Contains((dir + "/none: cannot open").c_str()));
+    const std::string other = write_shared_file(dir, bytes);
+    CHECK_THROWS_WITH(map_shared_file(other, bytes.size() + 1), doctest::Contains("bytes, expected"));
+    CHECK(unlink(other.c_str()) == 0);
+    CHECK_THROWS_WITH_AS(view_train_test(bytes.data(), bytes.size() - 3, held.keep), doctest::Contains("truncated"),
+                         DataError);
+    CHECK(rmdir(dir.c_str()) == 0);  // empty
 }

@@ -103,6 +103,7 @@ struct DistOptions {
     double beta = 0;            // EASGD: moving rate in (0, 1] (0: 0.9 / learners)
     std::string straggler;      // RANK:FACTOR: that learner's compute is slowed FACTOR times ("": none)
     std::string timeline;       // a Chrome-trace file of every rank's spans ("": none)
+    std::string node_data_dir = "/dev/shm";  // where a node's ranks share one copy of the data ("": none)
     bool json = false;          // the metrics lines on stdout as JSON, instead of readable lines
     std::string progress = "auto";  // auto | bar | lines | off: progress within an epoch
     std::string topology = "base";  // base | adv | adv* (dist/topology.h)

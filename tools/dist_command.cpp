@@ -360,13 +360,20 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
         }
         s.resume = std::move(resume);
         s.stop_requested = [] { return g_stop_requested.load(); };
-        // One rank per node reads and decompresses the data set; the others take its bytes (with
-        // 32 ranks on 2 cores, each decompressing Fashion-MNIST itself took 22 s of start-up).
-        data::TrainTest sets = data::unpack_train_test(
-            dist::MpiSession::share_on_node([&] { return data::pack_train_test(session::load_data(o.data)); }, wait));
+        // One rank per node reads and decompresses the data set (with 32 ranks on 2 cores, each
+        // decompressing Fashion-MNIST itself took 22 s of start-up), and the node's ranks share
+        // that one copy of the training images, mapped from a memory file.
+        std::string share_problem;
+        data::SharedBytes node_copy = dist::MpiSession::map_on_node(
+            [&] { return data::pack_train_test(session::load_data(o.data)); }, o.node_data_dir, wait, share_problem);
+        if (!share_problem.empty())
+            std::fprintf(stderr, "rank %d: the node's ranks do not share one copy of the data set (%s); each holds its own\n",
+                         rank, share_problem.c_str());
+        // The training set alone keeps the copy (the test set is copied out): letting it go frees it.
+        data::TrainTest sets = data::view_train_test(node_copy.data, node_copy.size, std::move(node_copy.keep));
         // The ranks that do not train (the PS, leaf PSs, the statistics server) let the training
         // images go once their nets are set up; the labels stay (they count the epoch).
-        s.release_train_images = [&sets] { std::vector<uint8_t>().swap(sets.train.pixels); };
+        s.release_train_images = [&sets] { sets.train.release_pixels(); };
         const int64_t done_epochs = s.start_samples / std::max<int64_t>(1, static_cast<int64_t>(sets.train.size()));
         if (!s.resume && done_epochs >= o.epochs)
             throw std::runtime_error(o.warm_start + " has trained " + std::to_string(done_epochs) +

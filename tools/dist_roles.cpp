@@ -256,12 +256,18 @@ void training_starts(dist::Transport& t, const Setup& s) {
     };
     const double ready = since_start();
     t.barrier();
-    long pages = 0, resident = 0;
-    if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
-        if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    // VmRSS: all resident memory; RssAnon: the part no other process maps.
+    int64_t resident_kb = 0, private_kb = 0;
+    if (std::FILE* f = std::fopen("/proc/self/status", "r")) {
+        char line[256];
+        long kb = 0;
+        while (std::fgets(line, sizeof line, f)) {
+            if (std::sscanf(line, "VmRSS: %ld kB", &kb) == 1) resident_kb = kb;
+            if (std::sscanf(line, "RssAnon: %ld kB", &kb) == 1) private_kb = kb;
+        }
         std::fclose(f);
     }
-    const dist::RankStarted info{ready, since_start(), static_cast<int64_t>(resident) * (sysconf(_SC_PAGESIZE) / 1024)};
+    const dist::RankStarted info{ready, since_start(), resident_kb, private_kb};
     t.send(kStatsRank, dist::kRankStarted, &info, sizeof info);
 }
 

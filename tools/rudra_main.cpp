@@ -226,6 +226,10 @@ int main(int argc, char** argv) {
     d->add_option("--timeline", dist.timeline,
                   "FILE: write every rank's compute, pull, push, wait and PS-update spans as a Chrome trace (open it in "
                   "Perfetto or chrome://tracing)");
+    d->add_option("--node-data-dir", dist.node_data_dir,
+                  "DIR: one rank per node writes the data set here (a memory file system) and every rank of the node "
+                  "maps that one copy; \"\": each rank holds a copy of its own")
+        ->capture_default_str();
     d->add_option("--peer-timeout", dist.peer_timeout,
                   "seconds without a heartbeat after which a rank is lost: a learner is dropped (softsync, async) or "
                   "stops the run (hardsync); learners end when the PS falls silent")
