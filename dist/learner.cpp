@@ -167,7 +167,7 @@ private:
         try {
             std::vector<char> message;
             std::vector<char> lost;
-            std::vector<std::vector<char>> abandoned;
+            PostedBuffers posted;
             const auto deadline_alive = [&](auto deadline) {
                 return [deadline, this](int) {
                     std::lock_guard<std::mutex> lock(sync_.mu);
@@ -190,7 +190,7 @@ private:
                     const Span span(cfg_.timeline, "forward weights", Lane::Pull);
                     const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                                              std::chrono::duration<double>(cfg_.peer_timeout_s));
-                    forward_to(t_, cfg_.broadcast_children, message, deadline_alive(deadline), lost, abandoned, {});
+                    forward_to(t_, cfg_.broadcast_children, message, deadline_alive(deadline), lost, posted, {});
                 }
                 if (h.stop) {
                     std::lock_guard<std::mutex> lock(sync_.mu);

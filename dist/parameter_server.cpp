@@ -69,8 +69,7 @@ bool ParameterServer::send_out(int rank, int tag) {
     } catch (const PeerError& e) {
         if (hooks_.log) hooks_.log(std::string("PS: ") + e.what());
     }
-    abandoned_.push_back(std::move(out_));
-    out_ = std::vector<char>();
+    posted_.keep(out_);
     return false;
 }
 
@@ -252,10 +251,10 @@ void ParameterServer::maybe_broadcast() {
         }
         return;
     }
-    pack(broadcast_->next(), WeightsReply{rule_.timestamp(), 1, 0}, params_.values(), params_.size());
+    pack(broadcast_out_, WeightsReply{rule_.timestamp(), 1, 0}, params_.values(), params_.size());
     broadcast_due_ = false;
     ++weight_replies_;
-    broadcast_->send();
+    broadcast_->send(broadcast_out_);
 }
 
 void ParameterServer::after_update() {

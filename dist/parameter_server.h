@@ -112,7 +112,7 @@ private:
     PsConfig config_;
     PsHooks hooks_;
     std::vector<char> in_, out_;               // message buffers, reused
-    std::vector<std::vector<char>> abandoned_;  // buffers of sends to lost peers, still posted
+    PostedBuffers posted_;  // sends to lost peers, given up while still posted
 
     // The ranks that push and pull here: the learners (base), or the leaf PSs (adv).
     struct Child {
@@ -133,6 +133,7 @@ private:
     std::vector<int> learner_of_rank_;  // by rank: the learner's index, or -1
     std::vector<BundledGradient> bundle_;  // reused by take_gradient_sum
     std::unique_ptr<BroadcastSender> broadcast_;  // adv*
+    std::vector<char> broadcast_out_;             // adv*: the next version, packed
     bool broadcast_due_ = false, stop_broadcast_ = false;
     bool stopping_ = false, stats_lost_ = false;
     int64_t epoch_ = 0;

@@ -2,15 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
-#include <exception>
 #include <limits>
-#include <mutex>
 #include <stdexcept>
-#include <thread>
 
 #include "dist/messages.h"
+#include "dist/send_thread.h"
 #include "dist/timeline.h"
 #include "dist/traffic.h"
 #include "nn/arena_loop.h"
@@ -24,78 +21,21 @@ Clock::time_point after(double s) {
     return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
 
-// The thread that sends sums up, one at a time: the relay's loop hands over a filled buffer
-// when the previous one has left, and goes on receiving meanwhile.
-class SumSender {
-public:
-    SumSender(Transport& t, int parent, const KeepWaiting& parent_alive, Timeline* timeline)
-        : t_(t), parent_(parent), parent_alive_(parent_alive), timeline_(timeline), thread_([this] { run(); }) {}
-    ~SumSender() {
-        {
-            std::lock_guard<std::mutex> lock(mu_);
-            quit_ = true;
-            cv_.notify_all();
-        }
-        thread_.join();
-    }
-    bool idle() {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (error_) std::rethrow_exception(error_);
-        return !pending_;
-    }
-    // Swaps `filled` with the sender's buffer (call only when idle()).
-    void hand_over(std::vector<char>& filled) {
-        std::lock_guard<std::mutex> lock(mu_);
-        std::swap(filled, buffer_);
-        pending_ = true;
-        cv_.notify_all();
-    }
-
-private:
-    void run() {
-        for (;;) {
-            {
-                std::unique_lock<std::mutex> lock(mu_);
-                cv_.wait(lock, [&] { return pending_ || quit_; });
-                if (!pending_) return;
-            }
-            bool sent = false;
-            try {
-                const Span span(timeline_, "send sum up", Lane::Push);
-                sent = t_.send_while(parent_, kGradientSum, buffer_.data(), buffer_.size(),
-                                     [&] { return parent_alive_() && !quitting(); });
-            } catch (...) {
-                std::lock_guard<std::mutex> lock(mu_);
-                error_ = std::current_exception();
-            }
-            std::lock_guard<std::mutex> lock(mu_);
-            if (!sent) abandoned_.push_back(std::move(buffer_));  // still posted: kept until the end
-            buffer_ = std::vector<char>();
-            pending_ = false;
-        }
-    }
-    bool quitting() {
-        std::lock_guard<std::mutex> lock(mu_);
-        return quit_;
-    }
-
-    Transport& t_;
-    int parent_;
-    KeepWaiting parent_alive_;
-    Timeline* timeline_;
-    std::mutex mu_;
-    std::condition_variable cv_;
-    std::vector<char> buffer_;
-    std::vector<std::vector<char>> abandoned_;
-    bool pending_ = false, quit_ = false;
-    std::exception_ptr error_;
-    std::thread thread_;
-};
-
 class Relay {
 public:
     Relay(Transport& t, const RelayConfig& c, Heartbeat& hb, const std::function<void(const std::string&)>& log)
-        : t_(t), c_(c), hb_(hb), log_(log), sender_(t, c.parent, [this] { return parent_alive(); }, c.timeline) {
+        : t_(t),
+          c_(c),
+          hb_(hb),
+          log_(log),
+          // Sums go up one at a time while the loop goes on receiving.
+          sender_(
+              [this](std::vector<char>& bytes, const std::function<bool()>& quitting, PostedBuffers& posted) {
+                  if (!t_.send_while(c_.parent, kGradientSum, bytes.data(), bytes.size(),
+                                     [&] { return parent_alive() && !quitting(); }))
+                      posted.keep(bytes);
+              },
+              c.timeline, "send sum up") {
         for (int r : c_.children) children_.push_back(Child{r});
         const size_t floats = c_.param_floats * sizeof(float);
         in_.reserve(sizeof(WeightsReply) + floats);
@@ -241,10 +181,7 @@ private:
         }
         if (sent) return;
         ch.lost = true;
-        // The send stays posted: its buffer is kept until the end, and the relay goes on with a copy.
-        std::vector<char>& posted = &bytes == &weights_ ? weights_ : small_;
-        abandoned_.push_back(std::move(posted));
-        posted = abandoned_.back();
+        posted_.keep_copying(&bytes == &weights_ ? weights_ : small_);
         if (log_) log_("leaf PS rank " + std::to_string(t_.rank()) + ": rank " + std::to_string(ch.rank) +
                        " did not take its weights within " + std::to_string(c_.peer_timeout_s) + " s; left out");
     }
@@ -312,7 +249,7 @@ private:
         const size_t at = filling_.size();
         filling_.resize(at + entries_.size() * sizeof(GradientSumEntry));
         std::memcpy(filling_.data() + at, entries_.data(), entries_.size() * sizeof(GradientSumEntry));
-        sender_.hand_over(filling_);  // filling_ is now the buffer that was sent before
+        sender_.send(filling_);  // filling_ is now the buffer that was sent before
         filling_.resize(sizeof(GradientSumHeader) + c_.param_floats * sizeof(float));
         entries_.clear();
         ++summary_.sums;
@@ -324,12 +261,12 @@ private:
     const std::function<void(const std::string&)>& log_;
     std::vector<Child> children_;
     std::vector<char> in_, weights_, small_, filling_;
-    std::vector<std::vector<char>> abandoned_;
+    PostedBuffers posted_;  // replies to children given up
     std::vector<GradientSumEntry> entries_;
     int64_t ts_ = -1;
     bool pull_in_flight_ = false, stopping_ = false;
     RelaySummary summary_;
-    SumSender sender_;  // last: its thread ends before the buffers above go
+    SendThread sender_;  // last: its thread ends before the buffers above go
 };
 
 }  // namespace

@@ -7,14 +7,11 @@
 // Point-to-point forwarding, one version at a time: a version that comes while the previous one
 // is still on its way is not sent; the next one sent is the newest.
 #pragma once
-#include <condition_variable>
-#include <exception>
 #include <functional>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "dist/send_thread.h"
 #include "dist/transport.h"
 
 namespace rudra::dist {
@@ -22,38 +19,29 @@ namespace rudra::dist {
 class Timeline;
 
 // Sends `bytes` to each of `children` in turn; a child that does not take it while `alive(child)`
-// holds is left out of later sends (and logged). Returns the children that took it.
+// holds is marked in `lost`, left out of later sends and logged (its send stays posted: `posted`
+// keeps the buffer and `bytes` goes on as a copy). Returns the children that took it.
 int forward_to(Transport& t, const std::vector<int>& children, std::vector<char>& bytes,
-               const std::function<bool(int)>& alive, std::vector<char>& lost,
-               std::vector<std::vector<char>>& abandoned, const std::function<void(const std::string&)>& log);
+               const std::function<bool(int)>& alive, std::vector<char>& lost, PostedBuffers& posted,
+               const std::function<void(const std::string&)>& log);
 
+// The root's side: each version to the first learners of the tree, on a thread of its own.
 class BroadcastSender {
 public:
     BroadcastSender(Transport& t, std::vector<int> children, std::function<bool(int)> alive, Timeline* timeline,
                     std::function<void(const std::string&)> log);
-    ~BroadcastSender();
-    BroadcastSender(const BroadcastSender&) = delete;
-    BroadcastSender& operator=(const BroadcastSender&) = delete;
 
-    bool idle();  // rethrows a failure of the sending thread
-    // The next message, to be filled while idle(), then sent by send().
-    std::vector<char>& next() { return next_; }
-    void send();
+    bool idle() { return thread_.idle(); }  // rethrows a failure of the sending thread
+    // Swaps `filled` with the version sent before and sends it; call only when idle().
+    void send(std::vector<char>& filled) { thread_.send(filled); }
 
 private:
-    void run();
     Transport& t_;
     std::vector<int> children_;
     std::function<bool(int)> alive_;
-    Timeline* timeline_;
     std::function<void(const std::string&)> log_;
-    std::vector<char> next_, sending_, lost_;
-    std::vector<std::vector<char>> abandoned_;
-    std::mutex mu_;
-    std::condition_variable cv_;
-    bool pending_ = false, quit_ = false;
-    std::exception_ptr error_;
-    std::thread thread_;
+    std::vector<char> lost_;  // by child; the thread's own
+    SendThread thread_;       // last: its thread ends before the members above go
 };
 
 }  // namespace rudra::dist
