@@ -176,13 +176,29 @@ private:
             };
             for (;;) {
                 std::optional<Envelope> got;
-                {
+                try {
                     const Span span(cfg_.timeline, "receive weights", Lane::Pull);
                     // From the broadcast parent, or the run's stop straight from the root PS.
-                    got = t_.recv_while(kAnySource, kBroadcastWeights, message, [&] {
-                        std::lock_guard<std::mutex> lock(sync_.mu);
-                        return !sync_.stop;
-                    });
+                    // A version from a parent that dies while sending it may never finish
+                    // arriving: after the peer timeout it is given up, and the root, which then
+                    // loses that parent too, sends this learner the stop.
+                    std::optional<Clock::time_point> arriving_since;
+                    got = t_.recv_while(
+                        kAnySource, kBroadcastWeights, message,
+                        [&] {
+                            std::lock_guard<std::mutex> lock(sync_.mu);
+                            return !sync_.stop;
+                        },
+                        [&](int) {
+                            if (!arriving_since) arriving_since = Clock::now();
+                            return Clock::now() - *arriving_since <
+                                   std::chrono::duration<double>(cfg_.peer_timeout_s);
+                        });
+                } catch (const PeerError& e) {
+                    if (cfg_.log)
+                        cfg_.log("learner rank " + std::to_string(t_.rank()) + ": broadcast: " + e.what() +
+                                 "; waiting for the next version or the stop");
+                    continue;
                 }
                 if (!got) return;  // the learner stopped for another reason
                 const auto h = unpack_header<WeightsReply>(message);
@@ -190,7 +206,7 @@ private:
                     const Span span(cfg_.timeline, "forward weights", Lane::Pull);
                     const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                                              std::chrono::duration<double>(cfg_.peer_timeout_s));
-                    forward_to(t_, cfg_.broadcast_children, message, deadline_alive(deadline), lost, posted, {});
+                    forward_to(t_, cfg_.broadcast_children, message, deadline_alive(deadline), lost, posted, cfg_.log);
                 }
                 if (h.stop) {
                     std::lock_guard<std::mutex> lock(sync_.mu);

@@ -11,6 +11,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "dist/transport.h"
@@ -32,6 +33,7 @@ struct LearnerConfig {
     std::vector<int> broadcast_children;
     double peer_timeout_s = 15.0;
     Timeline* timeline = nullptr;  // --timeline: compute, wait, pull and push spans
+    std::function<void(const std::string&)> log;  // adv*: children left out, parents lost (optional)
 };
 
 // The engine side, supplied by the caller: load weights into the net, compute one mini-batch.

@@ -225,6 +225,7 @@ void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, 
     lc.overlap = o.mode == "overlap";
     lc.synchronous = protocol.synchronous();
     lc.timeline = s.timeline;
+    lc.log = say;
     training_starts(t, s);
     dist::run_learner(t, lc, work);
 }
