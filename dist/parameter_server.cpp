@@ -407,8 +407,9 @@ std::optional<Envelope> ParameterServer::receive(double wait_s) {
                               std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                   std::chrono::duration<double>(wait_s));
         // Wakes early when a version can go down the broadcast tree.
-        return t_.recv_while(kAnySource, kAnyTag, in_,
-                             [&] { return std::chrono::steady_clock::now() < deadline && !broadcast_waits(); },
+        const KeepWaiting keep_waiting = [&] { return std::chrono::steady_clock::now() < deadline && !broadcast_waits(); };
+        if (ahead_) return ahead_->next(in_, keep_waiting);
+        return t_.recv_while(kAnySource, kAnyTag, in_, keep_waiting,
                              [&](int rank) { return hb.silent_s(rank) <= config_.peer_timeout_s; });
     } catch (const PeerError& error) {
         if (hooks_.log) hooks_.log(std::string("PS: ") + error.what());
@@ -424,6 +425,16 @@ PsResult ParameterServer::run() {
             t_, config_.broadcast_children, [hb, timeout](int r) { return hb->silent_s(r) <= timeout; },
             config_.timeline, hooks_.log);
         broadcast_due_ = true;  // the learners start from the first version
+    }
+    if (config_.receive_ahead) {
+        Heartbeat* hb = hooks_.heartbeat;
+        const double timeout = config_.peer_timeout_s;
+        const auto log = hooks_.log;
+        ahead_ = std::make_unique<ReceiveAhead>(
+            t_, [hb, timeout](int r) { return hb->silent_s(r) <= timeout; },
+            [log](const std::string& what) {
+                if (log) log("PS: " + what);
+            });
     }
     started_ = now_s();
     checkpoint_at_s_ = started_;
@@ -476,6 +487,7 @@ PsResult ParameterServer::run() {
         }
     }
     broadcast_.reset();  // its thread ends (a send to a lost learner is given up)
+    ahead_.reset();      // and so does the receiving one (a message it took is dropped: the run is over)
     result_.updates = rule_.timestamp();
     result_.samples = rule_.samples();
     result_.elapsed_s = elapsed();

@@ -17,6 +17,7 @@
 
 #include "dist/heartbeat.h"
 #include "dist/messages.h"
+#include "dist/receive_ahead.h"
 #include "dist/transport.h"
 #include "dist/update_rule.h"
 #include "dist/weight_broadcast.h"
@@ -50,6 +51,9 @@ struct PsConfig {
     // A resumed run whose checkpoint lies on an epoch boundary sends that epoch's weights again,
     // in case the statistics server had not logged it before the run stopped.
     bool replay_epoch = false;
+    // A thread of its own receives the next message while the PS handles the last one
+    // (dist/receive_ahead.h); off: the PS receives each message itself once it is free.
+    bool receive_ahead = true;
     Timeline* timeline = nullptr;  // --timeline: gradient, update and reply spans
 };
 
@@ -132,6 +136,7 @@ private:
     std::vector<Learner> learners_;
     std::vector<int> learner_of_rank_;  // by rank: the learner's index, or -1
     std::vector<BundledGradient> bundle_;  // reused by take_gradient_sum
+    std::unique_ptr<ReceiveAhead> ahead_;        // with receive_ahead, while run() runs
     std::unique_ptr<BroadcastSender> broadcast_;  // adv*
     std::vector<char> broadcast_out_;             // adv*: the next version, packed
     bool broadcast_due_ = false, stop_broadcast_ = false;

@@ -174,6 +174,7 @@ int run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, const dist:
     pc.samples_per_epoch = sets.train.size();
     pc.epochs = o.epochs;
     pc.peer_timeout_s = o.peer_timeout;
+    pc.receive_ahead = o.ps_receive_ahead == "on";
     const CheckpointEvery every = parse_checkpoint_every(o.checkpoint_every);
     pc.checkpoint_every_updates = every.updates;
     pc.checkpoint_every_s = every.seconds;

@@ -226,6 +226,11 @@ int main(int argc, char** argv) {
     d->add_option("--timeline", dist.timeline,
                   "FILE: write every rank's compute, pull, push, wait and PS-update spans as a Chrome trace (open it in "
                   "Perfetto or chrome://tracing)");
+    d->add_option("--ps-receive-ahead", dist.ps_receive_ahead,
+                  "on: a thread of the PS receives the next message while the PS applies the last one; off: the PS "
+                  "receives each message itself")
+        ->check(CLI::IsMember({"on", "off"}))
+        ->capture_default_str();
     d->add_option("--node-data-dir", dist.node_data_dir,
                   "DIR: one rank per node writes the data set here (a memory file system) and every rank of the node "
                   "maps that one copy; \"\": each rank holds a copy of its own")
