@@ -167,7 +167,9 @@ bool MpiTransport::send_while(int dest, int tag, const void* data, size_t bytes,
     MPI_Request req;
     check(MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, dest, tag, MPI_COMM_WORLD, &req), "MPI_Isend", dest);
     count_sent(tag, bytes);
-    return complete(policy_, req, dest, keep_waiting);
+    // A large message moves in pieces as both ranks test it; a smaller one's sender mostly waits
+    // for the receiver to take it, and testing it often only takes the cores from the others.
+    return complete(bytes >= policy_.transfer_min_bytes ? policy_.for_transfer() : policy_, req, dest, keep_waiting);
 }
 
 bool MpiTransport::barrier_while(const KeepWaiting& keep_waiting) {
@@ -197,7 +199,8 @@ std::optional<Envelope> MpiTransport::recv_while(int source, int tag, std::vecto
     MPI_Request req;
     check(MPI_Imrecv(buf.data(), count, MPI_BYTE, &msg, &req), "MPI_Imrecv", status.MPI_SOURCE);
     const int from = status.MPI_SOURCE;
-    if (!complete(policy_, req, from, [&] { return !sender_alive || sender_alive(from); })) {
+    // The message is on its way: it moves only as fast as this rank tests it.
+    if (!complete(policy_.for_transfer(), req, from, [&] { return !sender_alive || sender_alive(from); })) {
         std::lock_guard<std::mutex> lock(abandoned_mu_);
         abandoned_.push_back(std::move(buf));
         buf = std::vector<char>();
