@@ -20,11 +20,8 @@ mkdir -p "$out"
 export OMP_NUM_THREADS=1
 
 # The wide model: ip_wide (+ ReLU) between pool3 and ip1.
-model=$out/wide_train_test.prototxt solver=$out/wide_solver.prototxt
-perl -0pe 's/(layer \{\s*name: "ip1".*?bottom: )"pool3"/layer {\n  name: "ip_wide"\n  type: "InnerProduct"\n  bottom: "pool3"\n  top: "ip_wide"\n  inner_product_param {\n    num_output: '"$wide"'\n    weight_filler { type: "xavier" }\n    bias_filler { type: "constant" }\n  }\n}\nlayer {\n  name: "relu_wide"\n  type: "ReLU"\n  bottom: "ip_wide"\n  top: "ip_wide"\n}\n$1"ip_wide"/s' \
-  "$here/../models/cifar10_full_28/cifar10_full_28_train_test.prototxt" > "$model"
-grep -q '"ip_wide"' "$model" || { echo "overlap_table1: could not widen the model" >&2; exit 1; }
-sed -e "s|^net:.*|net: \"$model\"|" "$here/../models/cifar10_full_28/cifar10_full_28_solver.prototxt" > "$solver"
+. "$here/wide_model.sh"
+wide_model "$out" "$wide" || exit 1
 
 # Ranks for `lambda` learners: base needs lambda + 2; adv also a leaf PS per node (bench/adv_ranks.py).
 adv_layout() { python3 "$here/adv_ranks.py" "$1" "$per_node"; }  # prints "RANKS K"

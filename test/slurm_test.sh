@@ -54,6 +54,20 @@ for mode in allreduce easgd gossip-pull gossip-push; do
   [ -s "$work/$mode/final.rudra" ] && [ "$(grep -c '"event":"epoch"' "$work/$mode/metrics.jsonl")" = 1 ] && pass ||
     fail "$mode under Slurm: final.rudra and one epoch line"
 done
+# Rudra-adv and adv* under the same script with every protocol: 8 tasks in two emulated nodes
+# of 4 (a leaf PS on each, 4 learners).
+for topology in adv 'adv*'; do
+  for protocol in hardsync softsync async; do
+    name=${topology/\*/star}-$protocol
+    if RUDRA="$rudra" OMP_NUM_THREADS=1 timeout 300 sbatch --wait --quiet --ntasks=8 --overcommit \
+        --output="$work/$name.out" "$src/tools/slurm/rudra-dist.sbatch" "$solver" --data "$data" --batch 16 --epochs 1 \
+        --protocol "$protocol" --topology "$topology" --ranks-per-node 4 -o "$name"; then pass
+    else fail "$name under Slurm: exit $?"; tail -20 "$work/$name.out"; fi
+    [ -s "$work/$name/final.rudra" ] && [ "$(grep -c '"event":"epoch"' "$work/$name/metrics.jsonl")" = 1 ] &&
+      grep -qF "layout ($topology): rank 0 root parameter server, rank 1 statistics server, 4 learners, 2 leaf parameter servers" \
+        "$work/$name.out" && pass || { fail "$name under Slurm: the layout, final.rudra and one epoch line"; tail -20 "$work/$name.out"; }
+  done
+done
 grep -q "rudra-dist: job .*, 2 threads per rank; output $work/gossip-push" "$work/gossip-push.out" &&
   grep -q '4 rank(s) x 2 thread(s)' "$work/gossip-push.out" && pass ||
   { fail "gossip-push under Slurm: 2 threads per rank, the output folder absolute"; cat "$work/gossip-push.out"; }
