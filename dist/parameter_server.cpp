@@ -487,7 +487,15 @@ PsResult ParameterServer::run() {
         }
     }
     broadcast_.reset();  // its thread ends (a send to a lost learner is given up)
-    ahead_.reset();      // and so does the receiving one (a message it took is dropped: the run is over)
+    if (ahead_) {
+        // The receiving thread ends too. What it took is dropped (the run is over), but a
+        // heartbeat is counted: at the end every rank receives the heartbeats still on their way
+        // by count (Heartbeat::drain), and would wait for this one forever.
+        ahead_->stop();
+        while (const std::optional<Envelope> e = ahead_->next(in_, [] { return false; }))
+            if (e->tag == kHeartbeat) hb.beat_received(e->source);
+        ahead_.reset();
+    }
     result_.updates = rule_.timestamp();
     result_.samples = rule_.samples();
     result_.elapsed_s = elapsed();

@@ -9,13 +9,15 @@ ReceiveAhead::ReceiveAhead(Transport& t, std::function<bool(int)> sender_alive,
                            std::function<void(const std::string&)> log)
     : t_(t), sender_alive_(std::move(sender_alive)), log_(std::move(log)), thread_([this] { run(); }) {}
 
-ReceiveAhead::~ReceiveAhead() {
+ReceiveAhead::~ReceiveAhead() { stop(); }
+
+void ReceiveAhead::stop() {
     {
         std::lock_guard<std::mutex> lock(mu_);
         quit_ = true;
         cv_.notify_all();
     }
-    thread_.join();
+    if (thread_.joinable()) thread_.join();
 }
 
 bool ReceiveAhead::quitting() {

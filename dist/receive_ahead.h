@@ -23,6 +23,9 @@ public:
     ReceiveAhead(Transport& t, std::function<bool(int)> sender_alive, std::function<void(const std::string&)> log);
     // Gives up the receive in progress and ends the thread.
     ~ReceiveAhead();
+    // The same, keeping a message the thread has already taken: next() still returns it (the PS
+    // counts a last heartbeat, so that the final drain does not wait for it again).
+    void stop();
     ReceiveAhead(const ReceiveAhead&) = delete;
     ReceiveAhead& operator=(const ReceiveAhead&) = delete;
 

@@ -140,6 +140,23 @@ TEST_CASE("ReceiveAhead ends while its thread waits for a message, and while it 
     CHECK(t.received() == 1);
 }
 
+TEST_CASE("ReceiveAhead::stop ends the thread and keeps the message it took, for the owner to count") {
+    ScriptedTransport t;
+    ReceiveAhead ahead(t, {}, {});
+    t.queue({3, 9, "last"});
+    CHECK(eventually([&] { return t.received() == 1; }));
+    ahead.stop();
+    t.queue({4, 9, "after the stop"});
+    std::vector<char> buf;
+    const auto e = ahead.next(buf, [] { return false; });
+    REQUIRE(e.has_value());
+    CHECK(e->source == 3);
+    CHECK(text(buf) == "last");
+    CHECK_FALSE(ahead.next(buf, [] { return false; }).has_value());
+    std::this_thread::sleep_for(20ms);
+    CHECK(t.received() == 1);  // nothing is received after the stop
+}
+
 TEST_CASE("SendThread: one message in flight; the buffer sent before comes back to be filled") {
     std::mutex mu;
     std::condition_variable cv;
