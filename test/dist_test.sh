@@ -44,7 +44,7 @@ run softsync1 5 --protocol softsync --n 1
 grep -q '^epoch 2/2: test accuracy [0-9.]* (loss [0-9.]*), train loss [0-9.]*, [0-9,]* images/s, staleness [0-9.]* (max [0-9]*), overlap [0-9.]*, [0-9:]* elapsed$' \
   "$work/softsync1.log" && ! grep -q '"event":"epoch"' "$work/softsync1.log" && ! grep -q $'\r' "$work/softsync1.log" &&
   pass || { fail "softsync1: readable epoch lines"; grep epoch "$work/softsync1.log"; }
-run softsyncL 5 --protocol softsync --n 3 --lr-modulation per-gradient
+run softsyncL 5 --protocol softsync --n 3 --lr-modulation per-gradient --ps-receive-ahead on
 run async 5 --protocol async --mode overlap --momentum 0.5 --json --progress bar
 [ "$(grep -c '"event":"epoch"' "$work/async.log")" = 2 ] && grep -q $'\r\033\[Kepoch 1 \[' "$work/async.log" && pass ||
   fail "async: --json prints the metrics lines, --progress bar draws the bar"

@@ -103,7 +103,7 @@ struct DistOptions {
     double beta = 0;            // EASGD: moving rate in (0, 1] (0: 0.9 / learners)
     std::string straggler;      // RANK:FACTOR: that learner's compute is slowed FACTOR times ("": none)
     std::string timeline;       // a Chrome-trace file of every rank's spans ("": none)
-    std::string ps_receive_ahead = "on";  // on | off: the PS receives the next message while it updates
+    std::string ps_receive_ahead = "off";  // on | off: the PS receives the next message while it updates
     std::string node_data_dir = "/dev/shm";  // where a node's ranks share one copy of the data ("": none)
     bool json = false;          // the metrics lines on stdout as JSON, instead of readable lines
     std::string progress = "auto";  // auto | bar | lines | off: progress within an epoch
