@@ -54,6 +54,8 @@ ParameterServer::ParameterServer(Transport& transport, UpdateRule& rule, nn::Par
 
 double ParameterServer::elapsed() const { return config_.elapsed_offset_s + now_s() - started_; }
 
+bool ParameterServer::peer_alive(int rank) const { return hooks_.heartbeat->silent_s(rank) <= config_.peer_timeout_s; }
+
 int ParameterServer::live_learners() const {
     return static_cast<int>(std::count_if(learners_.begin(), learners_.end(), [](const Learner& l) { return !l.lost; }));
 }
@@ -61,10 +63,8 @@ int ParameterServer::live_learners() const {
 // Sends out_; gives up once `rank` has been silent for the timeout (the buffer then stays with
 // the posted send, and out_ starts afresh).
 bool ParameterServer::send_out(int rank, int tag) {
-    Heartbeat& hb = *hooks_.heartbeat;
-    const double timeout = config_.peer_timeout_s;
     try {
-        if (t_.send_while(rank, tag, out_.data(), out_.size(), [&] { return hb.silent_s(rank) <= timeout; }))
+        if (t_.send_while(rank, tag, out_.data(), out_.size(), [&] { return peer_alive(rank); }))
             return true;
     } catch (const PeerError& e) {
         if (hooks_.log) hooks_.log(std::string("PS: ") + e.what());
@@ -401,7 +401,6 @@ void ParameterServer::handle_stats(const Envelope& e) {
 // assigned to a loop variable inside a try, g++ 12 -O2 left the previous iteration's envelope
 // in it after the exception (seen in fault_test), and the PS read an empty buffer as a message.
 std::optional<Envelope> ParameterServer::receive(double wait_s) {
-    Heartbeat& hb = *hooks_.heartbeat;
     try {
         const auto deadline = std::chrono::steady_clock::now() +
                               std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -410,7 +409,7 @@ std::optional<Envelope> ParameterServer::receive(double wait_s) {
         const KeepWaiting keep_waiting = [&] { return std::chrono::steady_clock::now() < deadline && !broadcast_waits(); };
         if (ahead_) return ahead_->next(in_, keep_waiting);
         return t_.recv_while(kAnySource, kAnyTag, in_, keep_waiting,
-                             [&](int rank) { return hb.silent_s(rank) <= config_.peer_timeout_s; });
+                             [this](int rank) { return peer_alive(rank); });
     } catch (const PeerError& error) {
         if (hooks_.log) hooks_.log(std::string("PS: ") + error.what());
         return std::nullopt;
@@ -419,19 +418,15 @@ std::optional<Envelope> ParameterServer::receive(double wait_s) {
 
 PsResult ParameterServer::run() {
     if (!config_.broadcast_children.empty()) {
-        Heartbeat* hb = hooks_.heartbeat;
-        const double timeout = config_.peer_timeout_s;
         broadcast_ = std::make_unique<BroadcastSender>(
-            t_, config_.broadcast_children, [hb, timeout](int r) { return hb->silent_s(r) <= timeout; },
+            t_, config_.broadcast_children, [this](int r) { return peer_alive(r); },
             config_.timeline, hooks_.log);
         broadcast_due_ = true;  // the learners start from the first version
     }
     if (config_.receive_ahead) {
-        Heartbeat* hb = hooks_.heartbeat;
-        const double timeout = config_.peer_timeout_s;
         const auto log = hooks_.log;
         ahead_ = std::make_unique<ReceiveAhead>(
-            t_, [hb, timeout](int r) { return hb->silent_s(r) <= timeout; },
+            t_, [this](int r) { return peer_alive(r); },
             [log](const std::string& what) {
                 if (log) log("PS: " + what);
             });

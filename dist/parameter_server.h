@@ -96,6 +96,7 @@ private:
     void after_update();
     void check_peers();
     std::optional<Envelope> receive(double wait_s);
+    bool peer_alive(int rank) const;  // heard from within the peer timeout
     void lose_learner(int learner, double silent_s);
     void lose_relay(int child, double silent_s);
     void tell_stats_lost(int rank, double silent_s, bool fatal);
