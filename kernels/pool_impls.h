@@ -1,6 +1,7 @@
 // The implementations behind PoolKernel (kernels/pooling.h), one file per kind:
 //   pool_narrow.cpp       avx512_narrow: rows up to 32 wide, each row in two registers
-//   pool_rows_avx512.cpp  avx512_rows: 16 outputs of a row per step, any width
+//   pool_rows.cpp         avx512_rows, avx2_rows: a vector of outputs of a row per step, any
+//                         width (pool_rows_body.h, written once over kernels/simd/ traits)
 //   pool_portable.cpp     portable loops, compiled for each level (portable, portable_avx2, ...)
 //   pooling.cpp           the lists that order them
 #pragma once
@@ -24,6 +25,7 @@ struct Kind {
 };
 Kind narrow_avx512();
 Kind rows_avx512();
+Kind rows_avx2();
 Kind portable(Isa level);  // the portable loops compiled for `level` (empty where it is not built)
 
 struct Window {

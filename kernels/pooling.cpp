@@ -26,24 +26,26 @@ using Backward = Impl<PoolGeometry, pool::BackwardFn>;
 // pooling's backward pass is a scatter through argmax, which every forward implementation writes
 // the same way.
 struct Lists {
-    Forward max_forward[5], avg_forward[5];
+    Forward max_forward[6], avg_forward[6];
     Backward max_backward[3], avg_backward[4];
 };
 
 const Lists& lists() {
     static const Lists l = [] {
-        const pool::Kind narrow = pool::narrow_avx512(), rows = pool::rows_avx512();
+        const pool::Kind narrow = pool::narrow_avx512(), rows = pool::rows_avx512(), rows2 = pool::rows_avx2();
         const pool::Kind p512 = pool::portable(Isa::Avx512), p2 = pool::portable(Isa::Avx2),
                          p = pool::portable(Isa::Reference);
         return Lists{
             {{"avx512_narrow", Isa::Avx512, narrow.max_forward, narrow.declines},
              {"avx512_rows", Isa::Avx512, rows.max_forward, rows.declines},
              {"portable_avx512", Isa::Avx512, p512.max_forward},
+             {"avx2_rows", Isa::Avx2, rows2.max_forward, rows2.declines},
              {"portable_avx2", Isa::Avx2, p2.max_forward},
              {"portable", Isa::Reference, p.max_forward}},
             {{"avx512_narrow", Isa::Avx512, narrow.avg_forward, narrow.declines},
              {"avx512_rows", Isa::Avx512, rows.avg_forward, rows.declines},
              {"portable_avx512", Isa::Avx512, p512.avg_forward},
+             {"avx2_rows", Isa::Avx2, rows2.avg_forward, rows2.declines},
              {"portable_avx2", Isa::Avx2, p2.avg_forward},
              {"portable", Isa::Reference, p.avg_forward}},
             {{"portable_avx512", Isa::Avx512, p512.max_backward},

@@ -25,8 +25,8 @@ enum class PoolMethod { Max, Average };
 // One pooling layer's passes, each implementation chosen once from the gate (kernels/isa.h), in
 // this order:
 //   forward: avx512_narrow (rows up to 32 wide in registers: at most 16 outputs a row, kernel
-//            width up to 16, column stride 1 or 2, padding below the kernel), avx512_rows (16
-//            outputs a step, column stride 1 or 2, kernel width up to 16), portable
+//            width up to 16, column stride 1 or 2, padding below the kernel), avx512_rows, avx2_rows
+//            (a vector of outputs a step, column stride 1 or 2, kernel width up to 16), portable
 //   backward: average avx512_narrow, portable; max portable (a scatter through argmax)
 // Every one keeps Caffe's rules: the window clipped to the image, average pooling divided by the
 // window clipped to the padded image, and the first maximum in row-major order among equals.

@@ -64,7 +64,7 @@ Expected expected_at(Isa level) {
             return {"avx512",        "avx512_16x16",    "avx512_narrow",       "avx512_rows", "avx512_narrow",
                     "avx512_narrow", "portable_avx512", "fwd implicit_avx512", "avx512"};
         case Isa::Avx2:
-            return {"avx2",          "avx2_8x8",      "portable_avx2",     "portable_avx2", "portable_avx2",
+            return {"avx2",          "avx2_8x8",      "avx2_rows",         "avx2_rows",     "portable_avx2",
                     "portable_avx2", "portable_avx2", "fwd implicit_avx2", "avx2"};
         case Isa::Mma:
             return {"mma",      "portable", "portable",         "portable", "portable",
@@ -194,6 +194,8 @@ TEST_CASE("the cap reaches every operation: each one's implementation at each le
         if (!gate.allows(Isa::Avx512)) {
             CHECK(contains(narrow.forward_impl().why,
                            "avx512_narrow, avx512_rows, portable_avx512: " + gate.refusal(Isa::Avx512)));
+            if (!gate.allows(Isa::Avx2))
+                CHECK(contains(narrow.forward_impl().why, "avx2_rows, portable_avx2: " + gate.refusal(Isa::Avx2)));
             CHECK(contains(narrow.describe(), cpu_has(cpu, Isa::Avx512)
                                                   ? "above the cap RUDRA_ISA=" + std::string(isa_name(level))
                                                   : std::string("which this CPU lacks")));

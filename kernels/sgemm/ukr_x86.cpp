@@ -200,8 +200,14 @@ RUDRA_TARGET_AVX2 void run_avx2(int64_t k, const float* a, const float* b, int64
                                 float* c, int64_t rs_c, float alpha, float beta) {
     __m256 lo[kMR256], hi[kMR256];
 #pragma GCC unroll 8
-    for (int i = 0; i < kMR256; ++i) lo[i] = hi[i] = _mm256_setzero_ps();
+    for (int i = 0; i < kMR256; ++i) {
+        lo[i] = hi[i] = _mm256_setzero_ps();
+        _mm_prefetch(reinterpret_cast<const char*>(c + i * rs_c), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(c + i * rs_c + 15), _MM_HINT_T0);
+    }
+#pragma GCC unroll 4
     for (int64_t p = 0; p < k; ++p, a += kMR256, b += rs_b) {
+        _mm_prefetch(reinterpret_cast<const char*>(a + 16 * kMR256), _MM_HINT_T0);
         const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
 #pragma GCC unroll 8
         for (int i = 0; i < kMR256; ++i) {

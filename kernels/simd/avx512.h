@@ -1,0 +1,55 @@
+// Vector traits of AVX-512 (16 floats; masks in mask registers), for bodies written once over
+// traits (kernels/simd/target_region.h). Include it inside RUDRA_BEGIN_TARGET_AVX512's region
+// (target_region.h itself before the region opens, so that its standard headers stay outside).
+#pragma once
+#include "kernels/simd/target_region.h"
+
+namespace rudra::kernels::simd {
+
+struct Avx512 {
+    static constexpr int kLanes = 16;
+    static constexpr const char* kName = "avx512";
+    using F = __m512;
+    using I = __m512i;
+    using M = __mmask16;
+
+    RUDRA_SIMD F zero() { return _mm512_setzero_ps(); }
+    RUDRA_SIMD F set1(float v) { return _mm512_set1_ps(v); }
+    RUDRA_SIMD I set1i(int v) { return _mm512_set1_epi32(v); }
+    RUDRA_SIMD I iota() { return _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0); }
+    RUDRA_SIMD F add(F a, F b) { return _mm512_add_ps(a, b); }
+    RUDRA_SIMD F div(F a, F b) { return _mm512_div_ps(a, b); }
+    RUDRA_SIMD I addi(I a, I b) { return _mm512_add_epi32(a, b); }
+    RUDRA_SIMD I subi(I a, I b) { return _mm512_sub_epi32(a, b); }
+    RUDRA_SIMD I muli(I a, I b) { return _mm512_mullo_epi32(a, b); }
+    RUDRA_SIMD I mini(I a, I b) { return _mm512_min_epi32(a, b); }
+    RUDRA_SIMD F to_float(I a) { return _mm512_cvtepi32_ps(a); }
+
+    // Masks: lanes [0, n); none; and, or, and-not (a clear, b set); comparisons.
+    RUDRA_SIMD M first(int n) { return static_cast<M>(n >= kLanes ? 0xFFFF : (1u << n) - 1); }
+    RUDRA_SIMD M none() { return 0; }
+    RUDRA_SIMD M both(M a, M b) { return static_cast<M>(a & b); }
+    RUDRA_SIMD M either(M a, M b) { return static_cast<M>(a | b); }
+    RUDRA_SIMD M only_b(M a, M b) { return static_cast<M>(~a & b); }
+    RUDRA_SIMD M greater(F a, F b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
+    // lo <= x < hi, lane by lane
+    RUDRA_SIMD M in_range(I x, int lo, int hi) {
+        return _mm512_mask_cmplt_epi32_mask(_mm512_cmpge_epi32_mask(x, set1i(lo)), x, set1i(hi));
+    }
+
+    // Loads and stores of the masked lanes only (a lane outside the mask is never touched, so
+    // its address may lie outside the array); a masked load gives zero in the other lanes.
+    RUDRA_SIMD F load(M m, const float* p) { return _mm512_maskz_loadu_ps(m, p); }
+    RUDRA_SIMD void store(float* p, M m, F v) { _mm512_mask_storeu_ps(p, m, v); }
+    RUDRA_SIMD void store(int32_t* p, M m, I v) { _mm512_mask_storeu_epi32(p, m, v); }
+    // Lane by lane: b where m is set, else a.
+    RUDRA_SIMD F select(M m, F a, F b) { return _mm512_mask_blend_ps(m, a, b); }
+    RUDRA_SIMD I select(M m, I a, I b) { return _mm512_mask_blend_epi32(m, a, b); }
+    // The even lanes of the 2 * kLanes values lo, hi (a stride-2 row).
+    RUDRA_SIMD F evens(F lo, F hi) {
+        const I idx = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+        return _mm512_permutex2var_ps(lo, idx, hi);
+    }
+};
+
+}  // namespace rudra::kernels::simd
