@@ -23,26 +23,39 @@ namespace {
 
 class GemmConv final : public ConvKernel {
 public:
-    GemmConv(const ConvProblem& p, GemmBackend backend, int threads, const IsaGate& gate)
-        : p_(p), g_(p.geom), backend_(backend), own_packed_(backend == GemmBackend::Own && p.groups == 1),
+    // in_stride, out_stride: see in_stride() (0: the image's size).
+    GemmConv(const ConvProblem& p, GemmBackend backend, int threads, const IsaGate& gate, long in_stride = 0,
+             long out_stride = 0)
+        : p_(p), g_(p.geom), in_stride_(in_stride), out_stride_(out_stride), backend_(backend), own_packed_(backend == GemmBackend::Own && p.groups == 1),
           uk_(micro_kernel_for(gate).kernel), transpose_(choose_transpose(gate, &transpose_choice_)),
           nr_(own_packed_ ? uk_.nr : 1), threads_(std::max(1, threads)), team_(std::min(threads_, p.num)),
           implicit_(implicit_forward(p, own_packed_, team_, uk_, why_not_implicit_[0])),
+          gather_(implicit_ ? std::nullopt : gather_forward(p, own_packed_, uk_, transpose_)),
           implicit_bwd_(implicit_backward_data(p, own_packed_, team_, uk_, why_not_implicit_[1])),
+          gather_bwd_(implicit_bwd_ ? std::nullopt : gather_backward_data(p, own_packed_, uk_, transpose_)),
           implicit_w_(implicit_backward_weights(p, own_packed_, uk_, transpose_, why_not_implicit_[2])),
-          col_floats_(implicit_ && implicit_bwd_ && implicit_w_ ? 0 : column_floats(g_, own_packed_, nr_)),
+          col_floats_((implicit_ || gather_) && (implicit_bwd_ || gather_bwd_) && implicit_w_
+                          ? 0
+                          : column_floats(g_, own_packed_, nr_)),
           grad_floats_(round16(std::max(static_cast<size_t>(p.out_channels) * k_g(),
                                         implicit_w_ ? implicit_w_->acc_floats() : 0) +
                                p.out_channels)),
           work_floats_(round16(std::max(im2col_scratch_floats(g_, own_packed_ ? nr_ : 0),
                                         std::max({implicit_ ? implicit_->scratch_floats() : 0,
+                                                  gather_ ? gather_->scratch_floats() : 0,
                                                   implicit_bwd_ ? implicit_bwd_->scratch_floats() : 0,
+                                                  gather_bwd_ ? gather_bwd_->scratch_floats() : 0,
                                                   implicit_w_ ? implicit_w_->scratch_floats() : 0})))),
           scratch_(std::max(1, team_) * (col_floats_ + grad_floats_ + work_floats_)),
-          packed_w_(implicit_ ? implicit_->packed_floats() : own_packed_ ? packed_a_floats(uk_, m_g(), k_g()) : 0),
-          packed_wt_(own_packed_ && !implicit_bwd_ ? packed_a_floats(uk_, k_g(), m_g()) : 0),
-          rotated_w_(implicit_bwd_ ? static_cast<size_t>(p.out_channels) * k_g() : 0),
-          packed_rotated_w_(implicit_bwd_ ? implicit_bwd_->packed_floats() : 0) {}
+          packed_w_(implicit_  ? implicit_->packed_floats()
+                    : gather_  ? gather_->packed_floats()
+                    : own_packed_ ? packed_a_floats(uk_, m_g(), k_g())
+                                  : 0),
+          packed_wt_(own_packed_ && !implicit_bwd_ && !gather_bwd_ ? packed_a_floats(uk_, k_g(), m_g()) : 0),
+          rotated_w_(implicit_bwd_ || gather_bwd_ ? static_cast<size_t>(p.out_channels) * k_g() : 0),
+          packed_rotated_w_(implicit_bwd_   ? implicit_bwd_->packed_floats()
+                            : gather_bwd_ ? gather_bwd_->packed_floats()
+                                          : 0) {}
 
     void forward(const float* x, const float* w, const float* bias, float* y) override {
         // The own SGEMM packs the weights once for all images.
@@ -51,17 +64,25 @@ public:
             implicit_->pack_weights(w, packed_w_.data());
             const int group = implicit_->images_per_call();
             for_image_groups(group, [&](int n0, int t, int gemm_threads) {
-                implicit_->run(packed_w_.data(), x + n0 * in_count(), in_count(), y + n0 * out_count(), out_count(),
+                implicit_->run(packed_w_.data(), x + n0 * in_stride(), in_stride(), y + n0 * out_stride(), out_stride(),
                                work_buffer(t), gemm_threads);
                 if (bias)
-                    for (int n = n0; n < n0 + group; ++n) add_bias(bias, y + n * out_count());
+                    for (int n = n0; n < n0 + group; ++n) add_bias(bias, y + n * out_stride());
+            });
+            return;
+        }
+        if (gather_) {
+            gather_->pack_weights(w, packed_w_.data());
+            for_images([&](int n, int t, int gemm_threads) {
+                gather_->run(packed_w_.data(), x + n * in_stride(), y + n * out_stride(), work_buffer(t), gemm_threads);
+                if (bias) add_bias(bias, y + n * out_stride());
             });
             return;
         }
         if (own_packed_) pack_a_matrix(uk, Trans::No, m_g(), k_g(), w, k_g(), packed_w_.data());
         for_images([&](int n, int t, int gemm_threads) {
-            float* yn = y + n * out_count();
-            const float* col = column(x + n * in_count(), t);
+            float* yn = y + n * out_stride();
+            const float* col = column(x + n * in_stride(), t);
             if (own_packed_)
                 sgemm_prepacked_a(uk, m_g(), pixels(), k_g(), 1.0f, packed_w_.data(), Trans::No, col, pixels(), 0.0f,
                                   yn, pixels(), gemm_threads);
@@ -76,7 +97,7 @@ public:
 
     void backward_data(const float* dy, const float* w, float* dx) override {
         const MicroKernel& uk = uk_;
-        if (implicit_bwd_) {
+        if (implicit_bwd_ || gather_bwd_) {
             // dx is the stride-1 convolution of dy, padded by kernel - 1 - pad, with the weights
             // rotated by 180 degrees and input and output channels swapped.
             const int C = g_.channels, O = p_.out_channels, KH = g_.kernel_h, KW = g_.kernel_w;
@@ -87,17 +108,25 @@ public:
                         for (int kw = 0; kw < KW; ++kw)
                             rot[(static_cast<long>(c) * O + o) * KH * KW + (KH - 1 - kh) * KW + (KW - 1 - kw)] =
                                 w[((static_cast<long>(o) * C + c) * KH + kh) * KW + kw];
+            if (gather_bwd_) {
+                gather_bwd_->pack_weights(rot, packed_rotated_w_.data());
+                for_images([&](int n, int t, int gemm_threads) {
+                    gather_bwd_->run(packed_rotated_w_.data(), dy + n * out_stride(), dx + n * in_stride(),
+                                     work_buffer(t), gemm_threads);
+                });
+                return;
+            }
             implicit_bwd_->pack_weights(rot, packed_rotated_w_.data());
             for_image_groups(implicit_bwd_->images_per_call(), [&](int n0, int t, int gemm_threads) {
-                implicit_bwd_->run(packed_rotated_w_.data(), dy + n0 * out_count(), out_count(), dx + n0 * in_count(),
-                                   in_count(), work_buffer(t), gemm_threads);
+                implicit_bwd_->run(packed_rotated_w_.data(), dy + n0 * out_stride(), out_stride(), dx + n0 * in_stride(),
+                                   in_stride(), work_buffer(t), gemm_threads);
             });
             return;
         }
         if (own_packed_) pack_a_matrix(uk, Trans::Yes, k_g(), m_g(), w, k_g(), packed_wt_.data());
         for_images([&](int n, int t, int gemm_threads) {
-            const float* dyn = dy + n * out_count();
-            float* dxn = dx + n * in_count();
+            const float* dyn = dy + n * out_stride();
+            float* dxn = dx + n * in_stride();
             float* dcol = g_.is_pointwise() ? dxn : col_buffer(t);
             if (own_packed_)
                 sgemm_prepacked_a(uk, k_g(), pixels(), m_g(), 1.0f, packed_wt_.data(), Trans::No, dyn, pixels(), 0.0f,
@@ -118,8 +147,8 @@ public:
             const size_t wt = implicit_w_->acc_floats();
             for (int t = 0; t < team; ++t) std::memset(grad_buffer(t), 0, sizeof(float) * grad_floats_);
             for_images([&](int n, int t, int gemm_threads) {
-                const float* dyn = dy + n * out_count();
-                implicit_w_->accumulate(x + n * in_count(), dyn, grad_buffer(t), work_buffer(t), gemm_threads);
+                const float* dyn = dy + n * out_stride();
+                implicit_w_->accumulate(x + n * in_stride(), dyn, grad_buffer(t), work_buffer(t), gemm_threads);
                 if (db) add_bias_gradient(dyn, grad_buffer(t) + wt);
             });
             for (int t = 0; t < team; ++t) {
@@ -137,14 +166,14 @@ public:
         for_images([&](int n, int t, int gemm_threads) {
             float* acc_w = direct ? dw : grad_buffer(t);
             float* acc_b = direct ? db : grad_buffer(t) + wcount;
-            const float* dyn = dy + n * out_count();
+            const float* dyn = dy + n * out_stride();
             if (own_packed_) {
                 // col^T straight into the SGEMM's packed-B layout: no separate packing pass.
-                im2col_slivers(x + n * in_count(), g_, nr_, col_buffer(t), work_buffer(t), transpose_);
+                im2col_slivers(x + n * in_stride(), g_, nr_, col_buffer(t), work_buffer(t), transpose_);
                 sgemm_packed_b_slivers(uk_, Trans::No, m_g(), k_g(), pixels(), 1.0f, dyn,
                                        pixels(), col_buffer(t), 1.0f, acc_w, k_g(), gemm_threads);
             } else {
-                const float* col = column(x + n * in_count(), t);
+                const float* col = column(x + n * in_stride(), t);
                 for (int g = 0; g < p_.groups; ++g)
                 sgemm(Trans::No, Trans::Yes, m_g(), k_g(), pixels(), 1.0f, dyn + g * m_g() * pixels(), pixels(),
                           col + g * k_g() * pixels(), pixels(), 1.0f, acc_w + g * m_g() * k_g(), k_g(), gemm_threads,
@@ -169,6 +198,8 @@ public:
         const std::string gemm = own ? std::string("sgemm_") + uk_.name : gemm_backend_name(backend_);
         auto pass = [&](const char* name, bool implicit, int i, const char* around) {
             if (implicit) return std::string(name) + " implicit_" + uk_.name;
+            if ((i == 0 && gather_) || (i == 1 && gather_bwd_))
+                return std::string(name) + " gather_" + uk_.name + " (not implicit: " + why_not_implicit_[i] + ")";
             std::string s =
                 std::string(name) + " " + (g_.is_pointwise() && (i != 2 || !own_packed_) ? "" : around) + gemm;
             return own ? s + " (not implicit: " + why_not_implicit_[i] + ")" : s;
@@ -230,6 +261,14 @@ private:
             acc_b[c] += s;
         }
     }
+    // The forward pass over output channels (GatherConvForward) where the pixel tiles decline:
+    // not for a 1x1 stride-1 layer, which is a plain GEMM on the image.
+    static std::optional<GatherConvForward> gather_forward(const ConvProblem& p, bool own_packed,
+                                                           const MicroKernel& uk, TransposeFn transpose_fn) {
+        if (!own_packed || p.geom.is_pointwise() || !GatherConvForward::declines(uk, p.geom).empty())
+            return std::nullopt;
+        return std::optional<GatherConvForward>(std::in_place, uk, p.geom, p.out_channels, transpose_fn);
+    }
     static std::optional<ImplicitConvWeights> implicit_backward_weights(const ConvProblem& p, bool own_packed,
                                                                         const MicroKernel& uk, TransposeFn transpose_fn,
                                                                         std::string& why) {
@@ -242,9 +281,9 @@ private:
     static std::string not_own_packed(const ConvProblem& p) {
         return p.groups > 1 ? std::to_string(p.groups) + " groups" : "not on the own SGEMM";
     }
-    // Backward-data as a forward convolution of dy (stride 1, no dilation, pad <= kernel - 1).
-    static std::optional<ImplicitConvForward> implicit_backward_data(const ConvProblem& p, bool own_packed, int team,
-                                                                     const MicroKernel& uk, std::string& why) {
+    // Backward-data as a forward convolution of dy (stride 1, no dilation, pad <= kernel - 1):
+    // its geometry, or nothing with `why`.
+    static std::optional<ConvGeometry> backward_data_geometry(const ConvProblem& p, bool own_packed, std::string& why) {
         const ConvGeometry& g = p.geom;
         why = !own_packed ? not_own_packed(p) : "";
         if (why.empty() && (g.stride_h != 1 || g.stride_w != 1 || g.dilation_h != 1 || g.dilation_w != 1))
@@ -257,10 +296,26 @@ private:
         gb.width = g.out_w();
         gb.pad_h = g.kernel_h - 1 - g.pad_h;
         gb.pad_w = g.kernel_w - 1 - g.pad_w;
-        if (gb.out_h() != g.height || gb.out_w() != g.width) why = "not the transpose of a stride-1 convolution";
-        if (why.empty()) why = ImplicitConvForward::declines(uk, gb);
+        if (gb.out_h() != g.height || gb.out_w() != g.width) {
+            why = "not the transpose of a stride-1 convolution";
+            return std::nullopt;
+        }
+        return gb;
+    }
+    static std::optional<ImplicitConvForward> implicit_backward_data(const ConvProblem& p, bool own_packed, int team,
+                                                                     const MicroKernel& uk, std::string& why) {
+        const std::optional<ConvGeometry> gb = backward_data_geometry(p, own_packed, why);
+        if (gb) why = ImplicitConvForward::declines(uk, *gb);
         if (!why.empty()) return std::nullopt;
-        return std::optional<ImplicitConvForward>(std::in_place, uk, gb, g.channels, p.num, std::max(1, team));
+        return std::optional<ImplicitConvForward>(std::in_place, uk, *gb, p.geom.channels, p.num, std::max(1, team));
+    }
+    // The same over input channels (GatherConvForward) where the pixel tiles decline the geometry.
+    static std::optional<GatherConvForward> gather_backward_data(const ConvProblem& p, bool own_packed,
+                                                                 const MicroKernel& uk, TransposeFn transpose_fn) {
+        std::string why;
+        const std::optional<ConvGeometry> gb = backward_data_geometry(p, own_packed, why);
+        if (!gb || gb->is_pointwise() || !GatherConvForward::declines(uk, *gb).empty()) return std::nullopt;
+        return std::optional<GatherConvForward>(std::in_place, uk, *gb, p.geom.channels, transpose_fn);
     }
     static size_t round16(size_t n) { return (n + 15) / 16 * 16; }  // keeps 64-byte alignment
     // A column buffer holds the im2col matrix, or its transpose in nr-wide slivers (rows rounded
@@ -282,11 +337,14 @@ private:
     int m_g() const { return p_.out_channels / p_.groups; }
     int k_g() const { return g_.col_rows() / p_.groups; }
     int pixels() const { return g_.col_cols(); }
-    long in_count() const { return static_cast<long>(g_.channels) * g_.height * g_.width; }
-    long out_count() const { return static_cast<long>(p_.out_channels) * pixels(); }
+    // From one image to the next in x and y: the image's size, or the whole image's when this
+    // kernel is one group of a grouped convolution (GroupedConv).
+    long in_stride() const { return in_stride_ ? in_stride_ : static_cast<long>(g_.channels) * g_.height * g_.width; }
+    long out_stride() const { return out_stride_ ? out_stride_ : static_cast<long>(p_.out_channels) * pixels(); }
 
     ConvProblem p_;
     ConvGeometry g_;
+    long in_stride_, out_stride_;
     GemmBackend backend_;
     bool own_packed_;  // own SGEMM, one group: packed weights, backward-weights through im2col_slivers
     MicroKernel uk_;   // the own SGEMM's micro-kernel, chosen from the gate when the kernel is made
@@ -296,13 +354,60 @@ private:
     int nr_;
     int threads_, team_;
     std::optional<ImplicitConvForward> implicit_;      // forward without im2col, where the layer allows
+    std::optional<GatherConvForward> gather_;          // forward without im2col where implicit_ declines
     std::optional<ImplicitConvForward> implicit_bwd_;  // backward-data without col2im, likewise
+    std::optional<GatherConvForward> gather_bwd_;      // the same where implicit_bwd_ declines
     std::optional<ImplicitConvWeights> implicit_w_;    // backward-weights without im2col, likewise
     size_t col_floats_, grad_floats_, work_floats_;  // per thread: im2col, dW accumulator, im2col's scratch
     AlignedBuffer scratch_;
     // The weights packed as A of forward and of backward-data (transposed, or rotated for the
     // implicit backward-data).
     AlignedBuffer packed_w_, packed_wt_, rotated_w_, packed_rotated_w_;
+};
+
+// A grouped convolution on the own SGEMM as `groups` convolutions of one group's channels each,
+// all on one GemmConv made for a group: a group is a slice of each image's channels, reached
+// with the whole image's stride, so it takes the implicit tiles and the packed weights like any
+// ungrouped layer (AlexNet's conv2, conv4 and conv5 have 2 groups).
+class GroupedConv final : public ConvKernel {
+public:
+    GroupedConv(const ConvProblem& p, int threads, const IsaGate& gate)
+        : groups_(p.groups), one_(one_group(p), GemmBackend::Own, threads, gate,
+                                  static_cast<long>(p.geom.channels) * p.geom.height * p.geom.width,
+                                  static_cast<long>(p.out_channels) * p.geom.col_cols()) {
+        const ConvProblem g = one_group(p);
+        x_ = static_cast<long>(g.geom.channels) * g.geom.height * g.geom.width;
+        y_ = static_cast<long>(g.out_channels) * g.geom.col_cols();
+        w_ = static_cast<long>(g.out_channels) * g.geom.col_rows();
+        b_ = g.out_channels;
+    }
+    void forward(const float* x, const float* w, const float* bias, float* y) override {
+        for (int g = 0; g < groups_; ++g) one_.forward(x + g * x_, w + g * w_, bias ? bias + g * b_ : nullptr, y + g * y_);
+    }
+    void backward_data(const float* dy, const float* w, float* dx) override {
+        for (int g = 0; g < groups_; ++g) one_.backward_data(dy + g * y_, w + g * w_, dx + g * x_);
+    }
+    void backward_weights(const float* x, const float* dy, float* dw, float* db) override {
+        for (int g = 0; g < groups_; ++g)
+            one_.backward_weights(x + g * x_, dy + g * y_, dw + g * w_, db ? db + g * b_ : nullptr);
+    }
+    void backward(const float* x, const float* dy, const float* w, float* dx, float* dw, float* db) override {
+        for (int g = 0; g < groups_; ++g)
+            one_.backward(x + g * x_, dy + g * y_, w + g * w_, dx ? dx + g * x_ : nullptr, dw + g * w_,
+                          db ? db + g * b_ : nullptr);
+    }
+    std::string describe() const override { return "each of " + std::to_string(groups_) + " groups: " + one_.describe(); }
+
+private:
+    static ConvProblem one_group(ConvProblem p) {
+        p.geom.channels /= p.groups;
+        p.out_channels /= p.groups;
+        p.groups = 1;
+        return p;
+    }
+    int groups_;
+    GemmConv one_;
+    long x_ = 0, y_ = 0, w_ = 0, b_ = 0;  // one group's offset in an image of x, of y, in w and in the bias
 };
 
 class ReferenceConv final : public ConvKernel {
@@ -327,6 +432,7 @@ private:
 
 std::unique_ptr<ConvKernel> make_gemm_conv(const ConvProblem& p, GemmBackend backend, int threads,
                                            const IsaGate& gate) {
+    if (p.groups > 1 && backend == GemmBackend::Own) return std::make_unique<GroupedConv>(p, threads, gate);
     return std::make_unique<GemmConv>(p, backend, threads, gate);
 }
 

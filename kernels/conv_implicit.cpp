@@ -178,6 +178,71 @@ void ImplicitConvForward::run(const float* packed, const float* imgs, long in_st
     parallel_for(tiles_, threads, tile);
 }
 
+std::string GatherConvForward::declines(const MicroKernel& uk, const ConvGeometry& g) {
+    if (!uk.gather_a) return std::string("micro-kernel ") + uk.name + " has no gather tile";
+    if (uk.mr > kMaxGatherRows) return std::string("micro-kernel ") + uk.name + "'s tile is too tall";
+    if (g.dilation_h != 1 || g.dilation_w != 1) return "dilated";
+    if (g.out_h() <= 0 || g.out_w() <= 0) return "no output";
+    if (static_cast<long>(g.channels) * (g.height + 2 * g.pad_h) * (g.width + 2 * g.pad_w) >= (1L << 31))
+        return "padded image beyond 32-bit offsets";
+    return "";
+}
+
+GatherConvForward::GatherConvForward(const MicroKernel& uk, const ConvGeometry& g, int out_channels,
+                                     TransposeFn transpose_fn)
+    : uk_(uk), g_(g), transpose_(transpose_fn), m_(out_channels), o_round_((out_channels + uk.nr - 1) / uk.nr * uk.nr),
+      hp_(g.height + 2 * g.pad_h), wp_(g.width + 2 * g.pad_w),
+      // k-blocks of whole runs, so that a B block of kc x nr stays near the core
+      kc_(std::max(1, uk.kc / g.kernel_w) * g.kernel_w),
+      padded_floats_((static_cast<size_t>(g.channels) * hp_ * wp_ + 15) / 16 * 16),
+      tile_floats_(static_cast<size_t>((g.col_cols() + uk.mr - 1) / uk.mr * uk.mr) * uk.nr) {
+    for (int y = 0; y < g.out_h(); ++y)
+        for (int x = 0; x < g.out_w(); ++x) pixel_offsets_.push_back(y * g.stride_h * wp_ + x * g.stride_w);
+    for (int c = 0; c < g.channels; ++c)
+        for (int kh = 0; kh < g.kernel_h; ++kh) run_offsets_.push_back((c * hp_ + kh) * wp_);
+}
+
+void GatherConvForward::pack_weights(const float* w, float* packed) const {
+    // Sliver s holds, for each tap (c, kh, kw), the weights of channels NR s .. NR s + NR - 1.
+    const int K = g_.col_rows(), NR = uk_.nr;
+    if (o_round_ != m_) std::fill(packed, packed + packed_floats(), 0.0f);
+    for (int s = 0; s * NR < m_; ++s)
+        transpose_(w + static_cast<long>(s) * NR * K, std::min(NR, m_ - s * NR), K, K,
+                   packed + static_cast<long>(s) * K * NR, NR);
+}
+
+void GatherConvForward::run(const float* packed, const float* img, float* y, float* scratch, int threads) const {
+    float* padded = scratch;
+    float* tile_out = scratch + padded_floats_;  // pixels x NR: one sliver's outputs, transposed
+    pad_image(img, g_, hp_, wp_, padded, padded_floats_);
+    const int P = g_.col_cols(), K = g_.col_rows(), MR = uk_.mr, NR = uk_.nr, KW = g_.kernel_w;
+    const int tiles = (P + MR - 1) / MR;
+    const int nt = omp_in_parallel() ? 1 : std::max(1, std::min(threads, tiles));
+    // Each thread takes a contiguous block of pixel tiles through every sliver and k-block: the
+    // B block stays in its cache while the tiles pass, and its pixels' rows of y are its own.
+    auto block = [&](int b) {
+        const int t0 = static_cast<int>(static_cast<long>(tiles) * b / nt), t1 = static_cast<int>(static_cast<long>(tiles) * (b + 1) / nt);
+        if (t0 == t1) return;
+        const int p0 = t0 * MR, p1 = std::min(P, t1 * MR);
+        for (int s = 0; s * NR < m_; ++s) {
+            const float* sliver = packed + static_cast<long>(s) * K * NR;
+            for (int pc = 0; pc < K; pc += kc_) {
+                const int kc = std::min(kc_, K - pc);
+                for (int t = t0; t < t1; ++t) {
+                    const int rows = std::min(MR, P - t * MR);
+                    const float* a_rows[kMaxGatherRows];
+                    for (int i = 0; i < rows; ++i) a_rows[i] = padded + pixel_offsets_[static_cast<size_t>(t * MR + i)];
+                    uk_.gather_a(rows, kc, KW, a_rows, run_offsets_.data() + pc / KW, sliver + static_cast<long>(pc) * NR,
+                                 tile_out + static_cast<long>(t) * MR * NR, NR, pc == 0 ? 0.0f : 1.0f);
+                }
+            }
+            transpose_(tile_out + static_cast<long>(p0) * NR, p1 - p0, std::min(NR, m_ - s * NR), NR,
+                       y + static_cast<long>(s) * NR * P + p0, P);
+        }
+    };
+    parallel_for(nt, nt, block);
+}
+
 std::string ImplicitConvWeights::declines(const MicroKernel& uk, const ConvGeometry& g) {
     if (!uk.gather_a) return std::string("micro-kernel ") + uk.name + " has no gather tile";
     if (uk.mr > kMaxGatherRows) return std::string("micro-kernel ") + uk.name + "'s tile is too tall";

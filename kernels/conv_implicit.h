@@ -57,6 +57,36 @@ private:
     std::vector<int> tile_range_;   // per tile: its index in ranges_
 };
 
+// Forward convolution without im2col for any stride and output width, vectorised over output
+// channels instead of pixels: y^T = im2col(x)^T W^T, where the gather tile reads each row of
+// A (one output pixel's taps) from the zero-padded image in runs of kernel_w values and B is W^T,
+// packed once per batch as slivers of nr output channels. A tile is mr pixels x nr channels,
+// written transposed into y. Layers whose output rows do not split into the pixel-vectorised
+// tiles' pieces (AlexNet's 55-, 27- and 13-wide rows) or that are strided (conv1's stride 4)
+// take this path.
+class GatherConvForward {
+public:
+    // "" when `kernel` has a gather tile and the layer is undilated, else why not.
+    static std::string declines(const MicroKernel& kernel, const ConvGeometry& g);
+
+    GatherConvForward(const MicroKernel& kernel, const ConvGeometry& g, int out_channels, TransposeFn transpose_fn);
+    // Weights w [out_channels][channels][kh][kw] as slivers of W^T: packed_floats() floats.
+    size_t packed_floats() const { return static_cast<size_t>(o_round_) * g_.col_rows(); }
+    void pack_weights(const float* w, float* packed) const;
+    size_t scratch_floats() const { return padded_floats_ + tile_floats_; }
+    // y[out_channels][pixels] = W x for one image, on up to `threads` threads.
+    void run(const float* packed, const float* img, float* y, float* scratch, int threads) const;
+
+private:
+    const MicroKernel& uk_;
+    ConvGeometry g_;
+    TransposeFn transpose_;
+    int m_, o_round_, hp_, wp_, kc_;
+    size_t padded_floats_, tile_floats_;
+    std::vector<int32_t> pixel_offsets_;  // per output pixel: where its window starts in the padded image
+    std::vector<int32_t> run_offsets_;    // per (c, kh): where its run of kernel_w taps starts
+};
+
 // Backward-weights the same way, as dW^T = im2col(x) dy^T: the micro-kernel gathers A from the
 // padded image (rows: kernel taps, columns: output pixels) and reads dy^T as packed slivers of
 // nr output channels, which one transpose per image writes. No im2col is built.

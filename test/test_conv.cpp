@@ -11,6 +11,7 @@
 
 #include "kernels/conv.h"
 #include "kernels/conv_geometry.h"
+#include "kernels/sgemm/sgemm.h"
 #include "kernels/transpose.h"
 #include "isa_gates.h"
 #include "kernels/problems.h"
@@ -87,6 +88,12 @@ const char* kDescriptors[] = {
     "mb4ic4ih16iw16oc9kh3ph1",           // row mode: groups of 2
     "mb6ic5ih8oc7kh5ph2",                // no row mode: 6 images do not make groups of 4
     "mb4ic2ih4iw4oc3kh3ph3",             // rows wholly in the padding (no kernel row reaches the image)
+    "mb4ic8ih16oc12kh3ph1g2",            // groups on the implicit tiles (each group 4 -> 6 channels)
+    "mb8ic6ih8oc14kh5ph2g2",             // groups in row mode
+    "mb2ic8ih7oc6kh1g2",                 // grouped 1x1
+    "mb2ic9ih9oc6kh3sh2ph1g3",           // 3 groups, strided: im2col per group
+    "mb3ic8ih13oc20kh3ph1",              // 13-wide rows: gather tiles forward and backward-data, 20 channels
+    "mb2ic3ih31oc40kh11sh4ph2",          // AlexNet conv1's kind: gather tiles forward, stride 4
 };
 
 }  // namespace
@@ -100,6 +107,25 @@ TEST_CASE("every convolution backend matches the direct reference") {
         for (const char* desc : kDescriptors)
             for (int threads : {1, 2}) check_backend(be, desc, threads);
     }
+}
+
+TEST_CASE("a grouped convolution on the own backend runs each group on the implicit tiles where its shape allows") {
+    const std::unique_ptr<ConvKernel> k = make_conv_kernel(parse_problem("mb4ic8ih16oc12kh3ph1g2").conv, ConvBackend::Own, 2);
+    CAPTURE(k->describe());
+    CHECK(k->describe().rfind("each of 2 groups: ", 0) == 0);
+    if (micro_kernel_for(isa_gate()).kernel.indirect) CHECK(k->describe().find("fwd implicit_") != std::string::npos);
+}
+
+TEST_CASE("rows that split into no pixel tiles, and strided layers, take the gather tiles") {
+    if (!micro_kernel_for(isa_gate()).kernel.gather_a) return;  // the reference micro-kernel: im2col for all
+    const std::string odd = make_conv_kernel(parse_problem("mb2ic8ih13oc16kh3ph1").conv, ConvBackend::Own, 2)->describe();
+    CAPTURE(odd);
+    CHECK(odd.rfind("fwd gather_", 0) == 0);
+    CHECK(odd.find("bwd_data gather_") != std::string::npos);
+    const std::string strided = make_conv_kernel(parse_problem("mb2ic3ih31oc40kh11sh4ph2").conv, ConvBackend::Own, 2)->describe();
+    CAPTURE(strided);
+    CHECK(strided.rfind("fwd gather_", 0) == 0);
+    CHECK(strided.find("bwd_data col2im+") != std::string::npos);
 }
 
 TEST_CASE("transpose: every implementation the gate allows matches the definition") {
