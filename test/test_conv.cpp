@@ -92,8 +92,8 @@ const char* kDescriptors[] = {
     "mb8ic6ih8oc14kh5ph2g2",             // groups in row mode
     "mb2ic8ih7oc6kh1g2",                 // grouped 1x1
     "mb2ic9ih9oc6kh3sh2ph1g3",           // 3 groups, strided: im2col per group
-    "mb3ic8ih13oc20kh3ph1",              // 13-wide rows: gather tiles forward and backward-data, 20 channels
-    "mb2ic3ih31oc40kh11sh4ph2",          // AlexNet conv1's kind: gather tiles forward, stride 4
+    "mb3ic60ih13oc60kh3ph1",             // 13-wide rows: gather tiles forward and backward-data, slivers of 64
+    "mb2ic3ih31oc32kh11sh4ph2",          // AlexNet conv1's kind: gather tiles forward, stride 4
 };
 
 }  // namespace
@@ -118,11 +118,11 @@ TEST_CASE("a grouped convolution on the own backend runs each group on the impli
 
 TEST_CASE("rows that split into no pixel tiles, and strided layers, take the gather tiles") {
     if (!micro_kernel_for(isa_gate()).kernel.gather_a) return;  // the reference micro-kernel: im2col for all
-    const std::string odd = make_conv_kernel(parse_problem("mb2ic8ih13oc16kh3ph1").conv, ConvBackend::Own, 2)->describe();
+    const std::string odd = make_conv_kernel(parse_problem("mb2ic32ih13oc32kh3ph1").conv, ConvBackend::Own, 2)->describe();
     CAPTURE(odd);
     CHECK(odd.rfind("fwd gather_", 0) == 0);
     CHECK(odd.find("bwd_data gather_") != std::string::npos);
-    const std::string strided = make_conv_kernel(parse_problem("mb2ic3ih31oc40kh11sh4ph2").conv, ConvBackend::Own, 2)->describe();
+    const std::string strided = make_conv_kernel(parse_problem("mb2ic3ih31oc32kh11sh4ph2").conv, ConvBackend::Own, 2)->describe();
     CAPTURE(strided);
     CHECK(strided.rfind("fwd gather_", 0) == 0);
     CHECK(strided.find("bwd_data col2im+") != std::string::npos);
