@@ -296,7 +296,8 @@ private:
         why = !own_packed ? not_own_packed(p) : "";
         if (why.empty() && (g.stride_h != 1 || g.stride_w != 1 || g.dilation_h != 1 || g.dilation_w != 1))
             why = "strided or dilated";
-        if (why.empty() && (g.pad_h > g.kernel_h - 1 || g.pad_w > g.kernel_w - 1)) why = "padding not below the kernel";
+        if (why.empty() && (std::max(g.pad_h, g.pad_b()) > g.kernel_h - 1 || std::max(g.pad_w, g.pad_r()) > g.kernel_w - 1))
+            why = "padding not below the kernel";
         if (!why.empty()) return std::nullopt;
         ConvGeometry gb = g;
         gb.channels = p.out_channels;
@@ -304,6 +305,8 @@ private:
         gb.width = g.out_w();
         gb.pad_h = g.kernel_h - 1 - g.pad_h;
         gb.pad_w = g.kernel_w - 1 - g.pad_w;
+        gb.pad_bottom = g.kernel_h - 1 - g.pad_b();
+        gb.pad_right = g.kernel_w - 1 - g.pad_r();
         if (gb.out_h() != g.height || gb.out_w() != g.width) {
             why = "not the transpose of a stride-1 convolution";
             return std::nullopt;

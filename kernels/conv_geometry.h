@@ -9,19 +9,29 @@ namespace rudra::kernels {
 struct ConvGeometry {
     int channels = 0, height = 0, width = 0;  // input plane set
     int kernel_h = 1, kernel_w = 1;
-    int pad_h = 0, pad_w = 0;
+    int pad_h = 0, pad_w = 0;          // before the first row and column
+    // After the last row and column (benchdnn's asymmetric padding, negative when the last inputs
+    // are not read); kSameAsStart: pad_h, pad_w.
+    static constexpr int kSameAsStart = -(1 << 30);
+    int pad_bottom = kSameAsStart, pad_right = kSameAsStart;
     int stride_h = 1, stride_w = 1;
     int dilation_h = 1, dilation_w = 1;
 
-    int out_h() const { return (height + 2 * pad_h - (dilation_h * (kernel_h - 1) + 1)) / stride_h + 1; }
-    int out_w() const { return (width + 2 * pad_w - (dilation_w * (kernel_w - 1) + 1)) / stride_w + 1; }
+    int pad_b() const { return pad_bottom == kSameAsStart ? pad_h : pad_bottom; }
+    int pad_r() const { return pad_right == kSameAsStart ? pad_w : pad_right; }
+    int out_h() const { return (height + pad_h + pad_b() - (dilation_h * (kernel_h - 1) + 1)) / stride_h + 1; }
+    int out_w() const { return (width + pad_w + pad_r() - (dilation_w * (kernel_w - 1) + 1)) / stride_w + 1; }
+    // A zero-padded copy of the image that every window lies in (the end padding at least as wide
+    // as the start's, so that buffers sized for symmetric padding stay valid).
+    int padded_h() const { return height + pad_h + (pad_b() > pad_h ? pad_b() : pad_h); }
+    int padded_w() const { return width + pad_w + (pad_r() > pad_w ? pad_r() : pad_w); }
     // Rows of the im2col matrix: one per (channel, kernel tap).
     int col_rows() const { return channels * kernel_h * kernel_w; }
     int col_cols() const { return out_h() * out_w(); }
     // A 1x1 stride-1 unpadded convolution reads the image as its own im2col matrix.
     bool is_pointwise() const {
-        return kernel_h == 1 && kernel_w == 1 && pad_h == 0 && pad_w == 0 && stride_h == 1 &&
-               stride_w == 1;
+        return kernel_h == 1 && kernel_w == 1 && pad_h == 0 && pad_w == 0 && pad_b() == 0 && pad_r() == 0 &&
+               stride_h == 1 && stride_w == 1;
     }
 };
 

@@ -61,7 +61,7 @@ constexpr int kMaxTileFloats = 16 * 64;  // mr x nr of any micro-kernel with ind
 
 // "" for a stride-1, undilated layer whose padded image 32-bit offsets reach, else why not.
 std::string unit_stride_declines(const ConvGeometry& g) {
-    const long padded = static_cast<long>(g.channels) * (g.height + 2 * g.pad_h) * (g.width + 2 * g.pad_w);
+    const long padded = static_cast<long>(g.channels) * g.padded_h() * g.padded_w();
     if (g.stride_h != 1 || g.stride_w != 1)
         return "stride " + std::to_string(g.stride_h) + "x" + std::to_string(g.stride_w);
     if (g.dilation_h != 1 || g.dilation_w != 1) return "dilated";
@@ -93,7 +93,7 @@ std::string ImplicitConvForward::declines(const MicroKernel& uk, const ConvGeome
 
 ImplicitConvForward::ImplicitConvForward(const MicroKernel& uk, const ConvGeometry& g, int out_channels, int images,
                                          int team)
-    : uk_(uk), g_(g), m_(out_channels), hp_(g.height + 2 * g.pad_h), wp_(g.width + 2 * g.pad_w),
+    : uk_(uk), g_(g), m_(out_channels), hp_(g.padded_h()), wp_(g.padded_w()),
       pw_(piece_width(uk.nr, g.out_w())), parts_(uk.nr / pw_),
       group_(pw_ == g.out_w() && parts_ > 1 && images % parts_ == 0 && images / parts_ >= team ? parts_ : 1),
       tiles_(group_ > 1 ? g.out_h() : g.col_cols() / uk.nr),
@@ -183,7 +183,7 @@ std::string GatherConvForward::declines(const MicroKernel& uk, const ConvGeometr
     if (uk.mr > kMaxGatherRows) return std::string("micro-kernel ") + uk.name + "'s tile is too tall";
     if (g.dilation_h != 1 || g.dilation_w != 1) return "dilated";
     if (g.out_h() <= 0 || g.out_w() <= 0) return "no output";
-    if (static_cast<long>(g.channels) * (g.height + 2 * g.pad_h) * (g.width + 2 * g.pad_w) >= (1L << 31))
+    if (static_cast<long>(g.channels) * g.padded_h() * g.padded_w() >= (1L << 31))
         return "padded image beyond 32-bit offsets";
     return "";
 }
@@ -191,7 +191,7 @@ std::string GatherConvForward::declines(const MicroKernel& uk, const ConvGeometr
 GatherConvForward::GatherConvForward(const MicroKernel& uk, const ConvGeometry& g, int out_channels,
                                      TransposeFn transpose_fn)
     : uk_(uk), g_(g), transpose_(transpose_fn), m_(out_channels), o_round_((out_channels + uk.nr - 1) / uk.nr * uk.nr),
-      hp_(g.height + 2 * g.pad_h), wp_(g.width + 2 * g.pad_w),
+      hp_(g.padded_h()), wp_(g.padded_w()),
       // k-blocks of whole runs, so that a B block of kc x nr stays near the core
       kc_(std::max(1, uk.kc / g.kernel_w) * g.kernel_w),
       padded_floats_((static_cast<size_t>(g.channels) * hp_ * wp_ + 15) / 16 * 16),
@@ -252,8 +252,8 @@ std::string ImplicitConvWeights::declines(const MicroKernel& uk, const ConvGeome
 ImplicitConvWeights::ImplicitConvWeights(const MicroKernel& uk, const ConvGeometry& g, int out_channels,
                                          TransposeFn transpose_fn)
     : uk_(uk), g_(g), transpose_(transpose_fn), m_(out_channels), o_round_((out_channels + uk.nr - 1) / uk.nr * uk.nr),
-      hp_(g.height + 2 * g.pad_h),
-      wp_(g.width + 2 * g.pad_w), padded_floats_((static_cast<size_t>(g.channels) * hp_ * wp_ + 15) / 16 * 16),
+      hp_(g.padded_h()),
+      wp_(g.padded_w()), padded_floats_((static_cast<size_t>(g.channels) * hp_ * wp_ + 15) / 16 * 16),
       slivers_floats_(static_cast<size_t>(g.col_cols()) * o_round_) {
     // Taps in (kh, c, kw) order, so that a panel of MR taps spans few kernel rows.
     for (int kh = 0; kh < g.kernel_h; ++kh)

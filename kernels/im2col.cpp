@@ -13,12 +13,12 @@ namespace {
 
 bool plain_width(const ConvGeometry& g) { return g.stride_w == 1 && g.dilation_w == 1; }
 size_t round16(size_t n) { return (n + 15) / 16 * 16; }
-int padded_width(const ConvGeometry& g) { return g.width + 2 * g.pad_w; }
+int padded_width(const ConvGeometry& g) { return g.padded_w(); }
 size_t padded_floats(const ConvGeometry& g) {
     return plain_width(g) ? round16(static_cast<size_t>(g.channels) * g.height * padded_width(g)) : 0;
 }
 
-// Image rows widened by pad_w zeros on each side: [channels * height][width + 2 pad_w].
+// Image rows widened by zeros on each side: [channels * height][padded_w()].
 void widen_rows(const float* img, const ConvGeometry& g, float* wide) {
     const int wp = padded_width(g), rows = g.channels * g.height;
     for (int r = 0; r < rows; ++r, img += g.width, wide += wp) {

@@ -1,5 +1,6 @@
 #include "kernels/problems.h"
 
+#include <algorithm>
 #include <cctype>
 #include <functional>
 #include <map>
@@ -170,6 +171,10 @@ Problem parse_problem(const std::string& text) {
             (fl == "ta" ? p.gemm.ta : p.gemm.tb) = Trans::Yes;
     } else {
         if (!flags.empty()) bad(text, "ta/tb apply to GEMM problems only");
+        for (const char* key : {"id", "od", "kd", "sd", "pd", "dd"})
+            if (f.count(key)) bad(text, std::string("a 3-D convolution ('") + key + "' given): only 2-D ones are supported");
+        if (!f.count("ih") && f.count("iw"))
+            bad(text, "a 1-D convolution (iw without ih): only 2-D ones are supported (write ih1 for a 2-D one of one row)");
         ConvProblem& c = p.conv;
         ConvGeometry& g = c.geom;
         c.num = static_cast<int>(take("mb", 2));
@@ -178,6 +183,7 @@ Problem parse_problem(const std::string& text) {
         c.groups = static_cast<int>(take("g", 1));
         g.height = static_cast<int>(take("ih", 0));
         g.width = static_cast<int>(take("iw", g.height));
+        const bool ph_given = f.count("ph") > 0, pw_given = f.count("pw") > 0 || ph_given;
         take_window(g, take, 1);
         g.dilation_h = static_cast<int>(take("dh", 0)) + 1;
         g.dilation_w = static_cast<int>(take("dw", g.dilation_h - 1)) + 1;
@@ -186,11 +192,28 @@ Problem parse_problem(const std::string& text) {
             bad(text, "a convolution needs mb, ic, oc and ih > 0");
         if (g.kernel_h <= 0 || g.kernel_w <= 0 || g.stride_h <= 0 || g.stride_w <= 0 || c.groups <= 0)
             bad(text, "kernel, stride and group must be > 0");
+        if (g.pad_h < 0 || g.pad_w < 0) bad(text, "padding must be >= 0");
         if (g.channels % c.groups || c.out_channels % c.groups) bad(text, "ic and oc must be divisible by g");
+        // A given output size sets the padding after the last row and column as benchdnn and
+        // oneDNN do: (o - 1) s + (k - 1) d + 1 - i - p, which may differ from p (asymmetric)
+        // or be negative (the last inputs unread). Without ph, p itself is half the total.
+        auto end_pad = [&](long o, int in, int k, int s, int d, int& pad, bool pad_given, const char* o_key) {
+            const long total = (o - 1) * s + static_cast<long>(k - 1) * d + 1 - in;
+            if (!pad_given) pad = static_cast<int>(std::max(0L, total / 2));
+            const long end = total - pad;
+            if (end >= static_cast<long>(k - 1) * d + 1 || (o > 0 && -end >= in))
+                bad(text, std::string(o_key) + std::to_string(o) + " does not fit the geometry: it needs " +
+                              std::to_string(end) + " padding after the input (at most the kernel's span less one)");
+            return static_cast<int>(end);
+        };
+        if (oh > 0) g.pad_bottom = end_pad(oh, g.height, g.kernel_h, g.stride_h, g.dilation_h, g.pad_h, ph_given, "oh");
+        if (ow > 0) g.pad_right = end_pad(ow, g.width, g.kernel_w, g.stride_w, g.dilation_w, g.pad_w, pw_given, "ow");
+        if (g.pad_bottom == g.pad_h) g.pad_bottom = ConvGeometry::kSameAsStart;  // symmetric after all
+        if (g.pad_right == g.pad_w) g.pad_right = ConvGeometry::kSameAsStart;
         if (g.out_h() <= 0 || g.out_w() <= 0) bad(text, "the kernel is larger than the padded input");
-        if (oh && oh != g.out_h())
+        if (oh < 0 || (oh && oh != g.out_h()))
             bad(text, "oh" + std::to_string(oh) + " does not match the geometry (it gives " + std::to_string(g.out_h()) + ")");
-        if (ow && ow != g.out_w())
+        if (ow < 0 || (ow && ow != g.out_w()))
             bad(text, "ow" + std::to_string(ow) + " does not match the geometry (it gives " + std::to_string(g.out_w()) + ")");
     }
     if (!f.empty()) bad(text, "unknown field '" + f.begin()->first + "'");

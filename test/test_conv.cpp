@@ -94,7 +94,14 @@ const char* kDescriptors[] = {
     "mb2ic9ih9oc6kh3sh2ph1g3",           // 3 groups, strided: im2col per group
     "mb3ic60ih13oc60kh3ph1",             // 13-wide rows: gather tiles forward and backward-data, slivers of 64
     "mb2ic3ih31oc32kh11sh4ph2",          // AlexNet conv1's kind: gather tiles forward, stride 4
+    "mb2ic5ih13oc8oh12kh3ph0",           // benchdnn's asymmetric padding: none before, 1 after
+    "mb2ic32ih13oc32oh12kh3ph0",         // the same on the gather tiles
+    "mb2ic6ih16oc16oh17kh3ph1",          // 1 before, 2 after, on the implicit tiles
 };
+
+// Padding after the input that is negative (its last rows and columns unread): oneDNN 2.6
+// refuses it, the own and BLIS backends take it.
+const char* kNegativeEndPadding[] = {"mb2ic4ih13oc8oh5kh3sh2", "mb2ic32ih13oc32oh5kh3sh2ph1"};
 
 }  // namespace
 
@@ -107,6 +114,35 @@ TEST_CASE("every convolution backend matches the direct reference") {
         for (const char* desc : kDescriptors)
             for (int threads : {1, 2}) check_backend(be, desc, threads);
     }
+}
+
+TEST_CASE("negative padding after the input: own and BLIS match the reference, oneDNN refuses") {
+    for (const char* desc : kNegativeEndPadding) {
+        CHECK(parse_problem(desc).conv.geom.pad_b() < 0);
+        for (int threads : {1, 2}) {
+            check_backend(ConvBackend::Own, desc, threads);
+            if (conv_backend_available(ConvBackend::Blis)) check_backend(ConvBackend::Blis, desc, threads);
+        }
+        if (conv_backend_available(ConvBackend::Onednn))
+            CHECK_THROWS(make_conv_kernel(parse_problem(desc).conv, ConvBackend::Onednn, 1));
+    }
+}
+
+TEST_CASE("benchdnn descriptors: padding after the input from the output size, plain errors for other kinds") {
+    const ConvGeometry a = parse_problem("ic32oc13_ih13oh12kh3ph0").conv.geom;
+    CHECK(a.pad_h == 0);
+    CHECK(a.pad_b() == 1);
+    CHECK(a.pad_r() == 1);  // ow and the width's padding copy the height's
+    CHECK(a.out_h() == 12);
+    CHECK(a.out_w() == 12);
+    const ConvGeometry sym = parse_problem("ic8oc8ih13oh13kh3ph1").conv.geom;
+    CHECK(sym.pad_bottom == ConvGeometry::kSameAsStart);
+    const ConvGeometry derived = parse_problem("ic4ih84oc16oh20kh8sh4").conv.geom;  // no ph: half the total
+    CHECK(derived.pad_h + derived.pad_b() == (20 - 1) * 4 + 8 - 84);
+    CHECK(derived.out_h() == 20);
+    CHECK_THROWS_WITH(parse_problem("ic19oc32_iw13ow12kw3pw1"), doctest::Contains("a 1-D convolution"));
+    CHECK_THROWS_WITH(parse_problem("ic32oc13_id13od11kd3pd0_ih13oh12kh3ph0"), doctest::Contains("a 3-D convolution"));
+    CHECK_THROWS_WITH(parse_problem("ic8oc8ih13oh40kh3"), doctest::Contains("oh40 does not fit the geometry"));
 }
 
 TEST_CASE("a grouped convolution on the own backend runs each group on the implicit tiles where its shape allows") {
