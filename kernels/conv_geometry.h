@@ -9,13 +9,14 @@ namespace rudra::kernels {
 struct ConvGeometry {
     int channels = 0, height = 0, width = 0;  // input plane set
     int kernel_h = 1, kernel_w = 1;
-    int pad_h = 0, pad_w = 0;          // before the first row and column
-    // After the last row and column (benchdnn's asymmetric padding, negative when the last inputs
-    // are not read); kSameAsStart: pad_h, pad_w.
-    static constexpr int kSameAsStart = -(1 << 30);
-    int pad_bottom = kSameAsStart, pad_right = kSameAsStart;
+    int pad_h = 0, pad_w = 0;  // before the first row and column
     int stride_h = 1, stride_w = 1;
     int dilation_h = 1, dilation_w = 1;
+    // After the last row and column (benchdnn's asymmetric padding, negative when the last inputs
+    // are not read); kSameAsStart: pad_h, pad_w. Last, so that positional initialisers of the
+    // fields above keep their meaning.
+    static constexpr int kSameAsStart = -(1 << 30);
+    int pad_bottom = kSameAsStart, pad_right = kSameAsStart;
 
     int pad_b() const { return pad_bottom == kSameAsStart ? pad_h : pad_bottom; }
     int pad_r() const { return pad_right == kSameAsStart ? pad_w : pad_right; }

@@ -37,9 +37,11 @@ struct Problem {
 };
 
 // Packed per block, unless A fits one block and op(B) = B (then every sliver is read by one
-// ic block only, and packing it would only add a copy).
-BSource b_source_for(const MicroKernel& uk, Trans tb, int m) {
-    return tb == Trans::No && m <= uk.mc ? BSource::InPlace : BSource::Pack;
+// ic block only, and packing it would only add a copy) and B's rows are close enough for the
+// kernel to read in place (MicroKernel::in_place_max_ldb).
+BSource b_source_for(const MicroKernel& uk, Trans tb, int m, int64_t ldb) {
+    const bool near = uk.in_place_max_ldb == 0 || ldb <= uk.in_place_max_ldb;
+    return tb == Trans::No && m <= uk.mc && near ? BSource::InPlace : BSource::Pack;
 }
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
@@ -257,14 +259,14 @@ void sgemm_packed(const MicroKernel& uk, Trans ta, Trans tb, int m, int n, int k
                   int lda, const float* b, int ldb, float beta, float* c, int ldc, int threads) {
     if (trivial(m, n, k, alpha, beta, c, ldc)) return;
     if (!compute_transposed(uk, m, n, k)) {
-        run(uk, Problem{ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, b_source_for(uk, tb, m), false},
+        run(uk, Problem{ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, b_source_for(uk, tb, m, ldb), false},
             threads);
         return;
     }
     // op(B)^T is B read with the other transpose flag, and likewise op(A)^T.
     if (t_transposed_c.size() < static_cast<size_t>(m) * n) t_transposed_c = AlignedBuffer(static_cast<size_t>(m) * n);
     float* t = t_transposed_c.data();  // n x m
-    run(uk, Problem{flip(tb), flip(ta), n, m, k, alpha, b, ldb, a, lda, 0.0f, t, m, b_source_for(uk, flip(ta), n), false},
+    run(uk, Problem{flip(tb), flip(ta), n, m, k, alpha, b, ldb, a, lda, 0.0f, t, m, b_source_for(uk, flip(ta), n, lda), false},
         threads);
     for (int i = 0; i < m; ++i) {
         float* row = c + static_cast<int64_t>(i) * ldc;
@@ -289,7 +291,7 @@ void pack_a_matrix(const MicroKernel& uk, Trans ta, int m, int k, const float* a
 void sgemm_prepacked_a(const MicroKernel& uk, int m, int n, int k, float alpha, const float* packed_a, Trans tb,
                        const float* b, int ldb, float beta, float* c, int ldc, int threads) {
     if (trivial(m, n, k, alpha, beta, c, ldc)) return;
-    run(uk, Problem{Trans::No, tb, m, n, k, alpha, packed_a, 0, b, ldb, beta, c, ldc, b_source_for(uk, tb, m), true},
+    run(uk, Problem{Trans::No, tb, m, n, k, alpha, packed_a, 0, b, ldb, beta, c, ldc, b_source_for(uk, tb, m, ldb), true},
         threads);
 }
 

@@ -45,6 +45,13 @@ struct Avx2 {
         const F mixed = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
         return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(mixed), _MM_SHUFFLE(3, 1, 2, 0)));
     }
+
+    RUDRA_SIMD F load(const float* p) { return _mm256_loadu_ps(p); }
+    RUDRA_SIMD void store(float* p, F v) { _mm256_storeu_ps(p, v); }
+    RUDRA_SIMD F broadcast(const float* p) { return _mm256_broadcast_ss(p); }
+    RUDRA_SIMD F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+    RUDRA_SIMD F fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+    RUDRA_SIMD F load_halves(const float* lo, const float* hi) { return _mm256_loadu2_m128(hi, lo); }
 };
 
 }  // namespace rudra::kernels::simd

@@ -26,7 +26,7 @@ struct Avx512 {
     RUDRA_SIMD F to_float(I a) { return _mm512_cvtepi32_ps(a); }
 
     // Masks: lanes [0, n); none; and, or, and-not (a clear, b set); comparisons.
-    RUDRA_SIMD M first(int n) { return static_cast<M>(n >= kLanes ? 0xFFFF : (1u << n) - 1); }
+    RUDRA_SIMD M first(int n) { return static_cast<M>(n <= 0 ? 0 : n >= kLanes ? 0xFFFF : (1u << n) - 1); }
     RUDRA_SIMD M none() { return 0; }
     RUDRA_SIMD M both(M a, M b) { return static_cast<M>(a & b); }
     RUDRA_SIMD M either(M a, M b) { return static_cast<M>(a | b); }
@@ -49,6 +49,17 @@ struct Avx512 {
     RUDRA_SIMD F evens(F lo, F hi) {
         const I idx = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
         return _mm512_permutex2var_ps(lo, idx, hi);
+    }
+
+    // Micro-kernel operations (kernels/sgemm/ukr_x86_body.h).
+    RUDRA_SIMD F load(const float* p) { return _mm512_loadu_ps(p); }
+    RUDRA_SIMD void store(float* p, F v) { _mm512_storeu_ps(p, v); }
+    RUDRA_SIMD F broadcast(const float* p) { return _mm512_set1_ps(*p); }
+    RUDRA_SIMD F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+    RUDRA_SIMD F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+    // kLanes / 2 floats from lo, then as many from hi.
+    RUDRA_SIMD F load_halves(const float* lo, const float* hi) {
+        return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(lo)), _mm256_loadu_ps(hi), 1);
     }
 };
 
