@@ -1,5 +1,9 @@
 #include "kernels/isa.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+
 #include <cstdlib>
 #include <stdexcept>
 #include <utility>
@@ -92,6 +96,11 @@ CpuFeatures detect_cpu_features() {
     constexpr unsigned long kHwcapVsx = 0x00000080, kHwcap2Mma = 0x00020000;
     f.vsx = (getauxval(AT_HWCAP) & kHwcapVsx) != 0;
     f.mma = (getauxval(AT_HWCAP2) & kHwcap2Mma) != 0;
+#endif
+#if defined(_SC_LEVEL1_DCACHE_SIZE)
+    f.l1d_bytes = std::max(0L, sysconf(_SC_LEVEL1_DCACHE_SIZE));
+    f.l2_bytes = std::max(0L, sysconf(_SC_LEVEL2_CACHE_SIZE));
+    f.l3_bytes = std::max(0L, sysconf(_SC_LEVEL3_CACHE_SIZE));
 #endif
     return f;
 }

@@ -29,6 +29,9 @@ struct CpuFeatures {
     bool avx512f = false, avx512dq = false, avx512bw = false, avx512vl = false;
     bool vsx = false, mma = false;
     bool amd = false;  // the vendor, for cache block sizes only
+    // Cache sizes in bytes (one core's L1 data cache and L2, the L3 it shares), as the C library
+    // reports them (x86: from CPUID); 0 where unknown. For the SGEMM's cache blocks.
+    long l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0;
 };
 CpuFeatures detect_cpu_features();
 // Whether the CPU has every feature of the level (reference: always).
