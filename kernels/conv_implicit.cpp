@@ -161,8 +161,9 @@ void ImplicitConvForward::run(const float* packed, const float* imgs, long in_st
             if (range.k_count == 0)  // every tap reads padding
                 for (int i = 0; i < rows; ++i) std::fill(c + i * rs_c, c + i * rs_c + NR, 0.0f);
             // pack_a_matrix's layout: kc-deep slices of m_round x kc, MR-row panels in each.
-            for (int pc = 0; pc < range.k_count; pc += uk_.kc) {
-                const int kc = std::min(uk_.kc, range.k_count - pc);
+            const int kb = k_block(uk_, range.k_count);  // as pack_a_matrix laid the weights out
+            for (int pc = 0; pc < range.k_count; pc += kb) {
+                const int kc = std::min(kb, range.k_count - pc);
                 const float* a = packed + range.packed_at + m_round * pc + static_cast<int64_t>(ir) * MR * kc;
                 uk_.indirect(rows, parts_, kc, a, bases, offsets_.data() + range.k_begin + pc, c, rs_c,
                              pc == 0 ? 0.0f : 1.0f);

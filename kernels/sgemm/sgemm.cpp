@@ -105,7 +105,7 @@ struct Workspace {
 };
 
 void run_thread(const Problem& P, const MicroKernel& uk, const Workspace& ws, int tid, int nt) {
-    const int MR = uk.mr, NR = uk.nr;
+    const int MR = uk.mr, NR = uk.nr, kb = k_block(uk, P.k);
     auto barrier = [nt] {
         if (nt > 1) {
 #pragma omp barrier
@@ -115,8 +115,8 @@ void run_thread(const Problem& P, const MicroKernel& uk, const Workspace& ws, in
     alignas(64) float tile[16 * 64];  // edge tiles of C: mr x nr (at most 16 x 64)
     for (int jc = 0; jc < P.n; jc += uk.nc) {
         const int nc = std::min(uk.nc, P.n - jc), n_jr = ceil_div(nc, NR);
-        for (int pc = 0; pc < P.k; pc += uk.kc) {
-            const int kc = std::min(uk.kc, P.k - pc);
+        for (int pc = 0; pc < P.k; pc += kb) {
+            const int kc = std::min(kb, P.k - pc);
             const float beta = pc == 0 ? P.beta : 1.0f;
             int edge_jr = -1;  // which sliver `edge` holds for this pc
             for (int ic = 0; ic < P.m; ic += uk.mc) {
@@ -204,11 +204,11 @@ void run(const MicroKernel& uk, const Problem& P, int threads) {
     const double flops = 2.0 * P.m * P.n * static_cast<double>(P.k);
     nt = std::max(1, std::min<int>(nt, static_cast<int>(flops / 2e6)));
 
-    const int kc = std::min(uk.kc, P.k);
+    const int kc = k_block(uk, P.k);
     const int64_t nc = static_cast<int64_t>(ceil_div(std::min(uk.nc, P.n), uk.nr)) * uk.nr;
     const int64_t mc = static_cast<int64_t>(ceil_div(std::min(uk.mc, P.m), uk.mr)) * uk.mr;
     const int64_t b_floats = P.b_source == BSource::Pack ? kc * nc : 0, a_floats = P.a_packed ? 0 : mc * kc;
-    const int64_t edge_floats = static_cast<int64_t>(uk.kc) * uk.nr;
+    const int64_t edge_floats = static_cast<int64_t>(kc) * uk.nr;
     // Each part starts on a 64-byte boundary (16 floats).
     auto round16 = [](int64_t v) { return (v + 15) / 16 * 16; };
     float* base = scratch(static_cast<std::size_t>(round16(b_floats) + round16(a_floats) + nt * round16(edge_floats)));
@@ -275,6 +275,8 @@ void sgemm_packed(const MicroKernel& uk, Trans ta, Trans tb, int m, int n, int k
     }
 }
 
+int k_block(const MicroKernel& uk, int k) { return k <= uk.kc + uk.kc / 4 ? std::max(k, 1) : uk.kc; }
+
 size_t packed_a_floats(const MicroKernel& uk, int m, int k) {
     return static_cast<size_t>(ceil_div(m, uk.mr)) * uk.mr * static_cast<size_t>(k);
 }
@@ -282,8 +284,9 @@ size_t packed_a_floats(const MicroKernel& uk, int m, int k) {
 void pack_a_matrix(const MicroKernel& uk, Trans ta, int m, int k, const float* a, int lda, float* out) {
     const Problem P{ta, Trans::No, m, 0, k, 1.0f, a, lda, nullptr, 0, 0.0f, nullptr, 0, BSource::Pack, false};
     const int64_t m_round = static_cast<int64_t>(ceil_div(m, uk.mr)) * uk.mr;
-    for (int pc = 0; pc < k; pc += uk.kc) {
-        const int kc = std::min(uk.kc, k - pc);
+    const int kb = k_block(uk, k);
+    for (int pc = 0; pc < k; pc += kb) {
+        const int kc = std::min(kb, k - pc);
         pack_a(P, uk.mr, 0, m, pc, kc, 0, ceil_div(m, uk.mr), out + m_round * pc);
     }
 }
