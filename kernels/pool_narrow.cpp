@@ -220,8 +220,13 @@ RUDRA_TARGET_AVX512 void max_forward_plane(const float* xp, const PoolGeometry& 
             best = _mm512_mask_blend_ps(take, best, v);
             arg = _mm512_mask_blend_epi32(take, arg, i);
         }
-        _mm512_mask_storeu_ps(yp + static_cast<long>(py) * pw, outputs, best);
-        _mm512_mask_storeu_epi32(ap + static_cast<long>(py) * pw, outputs, arg);
+        if (outputs == 0xFFFF) {
+            _mm512_storeu_ps(yp + static_cast<long>(py) * pw, best);
+            _mm512_storeu_si512(ap + static_cast<long>(py) * pw, arg);
+        } else {
+            _mm512_mask_storeu_ps(yp + static_cast<long>(py) * pw, outputs, best);
+            _mm512_mask_storeu_epi32(ap + static_cast<long>(py) * pw, outputs, arg);
+        }
     }
 }
 
