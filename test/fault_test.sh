@@ -61,8 +61,10 @@ else fail "hs_resumed: exit $?"; tail -20 "$work/hs_resumed.log"; fi
 grep -q 'PS: resuming from .*hs_killed/checkpoint.rudra' "$work/hs_resumed.log" && pass || fail "hs_resumed: says where it resumes"
 cmp -s "$work/hs_straight/final.rudra" "$work/hs_killed/final.rudra" && pass ||
   fail "hardsync: killed and resumed run differs from the straight one"
-# metrics.jsonl goes on: epochs 1..4, each once.
-[ "$(grep -o '"event":"epoch","protocol":"hardsync","epoch":[0-9]*' "$work/hs_killed/metrics.jsonl" | sed 's/.*://' | tr '\n' ' ')" = "1 2 3 4 " ] &&
+# metrics.jsonl goes on: epochs 1..4, each once. (An epoch whose checkpoint the PS wrote before
+# the kill but whose line the statistics server had not is written on resume, marked
+# "replayed":true.)
+[ "$(grep '"event":"epoch"' "$work/hs_killed/metrics.jsonl" | grep -o '"epoch":[0-9]*' | sed 's/.*://' | tr '\n' ' ')" = "1 2 3 4 " ] &&
   pass || { fail "hs_resumed: epochs 1-4 once each"; grep -o '"epoch":[0-9]*' "$work/hs_killed/metrics.jsonl"; }
 grep -q '"event":"resume"' "$work/hs_killed/metrics.jsonl" && pass || fail "hs_resumed: a resume line"
 
