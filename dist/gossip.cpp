@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -25,7 +26,9 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 // answers pulls and takes pushes while the learner computes.
 class ModelExchange {
 public:
-    ModelExchange(Transport& t, GossipMode mode, size_t n) : t_(t), mode_(mode), published_(n), inbox_(n, 0.0f) {}
+    // `peer_alive(rank)`: false once `rank` is known to be lost (empty: never known).
+    ModelExchange(Transport& t, GossipMode mode, size_t n, std::function<bool(int)> peer_alive)
+        : t_(t), mode_(mode), peer_alive_(std::move(peer_alive)), published_(n), inbox_(n, 0.0f) {}
     ~ModelExchange() { stop(); }
 
     void publish(const float* w) {
@@ -60,8 +63,19 @@ private:
     void serve() {
         const int tag = mode_ == GossipMode::Pull ? kGossipRequest : kGossipModel;
         std::vector<char> in, out;
+        // A model from a peer that dies while sending it never finishes arriving. It is given up
+        // once the thread needs no more models (the run is over or failed) or the peer is known
+        // lost; waiting for it kept the learner, on its way out after the loss, from ever ending.
+        const auto sender_alive = [this](int rank) {
+            return !(stopping_ && received_ >= expected_) && (!peer_alive_ || peer_alive_(rank));
+        };
         while (!(stopping_ && received_ >= expected_)) {
-            const auto e = t_.recv_while(kAnySource, tag, in, until(Clock::now() + std::chrono::milliseconds(20)));
+            std::optional<Envelope> e;
+            try {
+                e = t_.recv_while(kAnySource, tag, in, until(Clock::now() + std::chrono::milliseconds(20)), sender_alive);
+            } catch (const PeerError&) {
+                continue;  // the peer's loss is the learners' to notice and report
+            }
             if (!e) continue;
             if (mode_ == GossipMode::Pull) {
                 {
@@ -85,6 +99,7 @@ private:
 
     Transport& t_;
     GossipMode mode_;
+    std::function<bool(int)> peer_alive_;
     std::mutex mu_;
     std::vector<float> published_, inbox_;
     int inbox_count_ = 0;
@@ -112,7 +127,8 @@ GossipSummary run_gossip_learner(Transport& t, SumGroup& group, const GossipConf
     std::uniform_int_distribution<int> pick(0, lambda - 2);  // any member but this one
     const int64_t before = cfg.start_steps + cfg.start_partial;  // this learner's steps before this run
     for (int64_t e = 0; e < before / cfg.tau; ++e) pick(rng);   // the choices made before a resume
-    ModelExchange exchange(t, cfg.mode, n);
+    const auto peer_alive = [silent = cfg.silent_peer](int rank) { return !silent || silent().rank != rank; };
+    ModelExchange exchange(t, cfg.mode, n, peer_alive);
     exchange.publish(w);
     exchange.start();
     std::vector<int64_t> sent_to(static_cast<size_t>(lambda), 0);
@@ -174,7 +190,7 @@ GossipSummary run_gossip_learner(Transport& t, SumGroup& group, const GossipConf
                     sum.peers.push_back(rank);
                     if (cfg.mode == GossipMode::Pull) {
                         t.send(rank, kGossipRequest, nullptr, 0);
-                        const auto e = t.recv_while(rank, kGossipModel, in, keep_waiting);
+                        const auto e = t.recv_while(rank, kGossipModel, in, keep_waiting, peer_alive);
                         if (!e) throw gone();
                         if (in.size() != n * sizeof(float))
                             throw std::runtime_error("gossip: a model of " + std::to_string(in.size()) + " bytes from rank " +

@@ -95,6 +95,7 @@ private:
     void handle_stats(const Envelope& e);
     void after_update();
     void check_peers();
+    bool hears_no_one() const;
     std::optional<Envelope> receive(double wait_s);
     bool peer_alive(int rank) const;  // heard from within the peer timeout
     void lose_learner(int learner, double silent_s);
@@ -142,7 +143,7 @@ private:
     std::unique_ptr<BroadcastSender> broadcast_;  // adv*
     std::vector<char> broadcast_out_;             // adv*: the next version, packed
     bool broadcast_due_ = false, stop_broadcast_ = false;
-    bool stopping_ = false, stats_lost_ = false;
+    bool stopping_ = false, stats_lost_ = false, deaf_ = false;
     int64_t epoch_ = 0;
     int64_t weight_replies_ = 0, empty_replies_ = 0;  // pulls answered with weights, and with "nothing newer"
     int64_t logged_epoch_ = 0;  // the statistics server has logged every epoch up to this one

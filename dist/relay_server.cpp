@@ -54,15 +54,32 @@ public:
                     std::all_of(children_.begin(), children_.end(), [](const Child& ch) { return ch.bye || ch.lost; });
                 if ((children_done || Clock::now() > give_up_children) && sender_.idle()) break;
             }
-            if (!parent_alive())
+            if (!parent_alive()) {
+                // Its children silent too: this rank hears no one (see ParameterServer::hears_no_one).
+                const bool deaf = std::all_of(children_.begin(), children_.end(), [this](const Child& ch) {
+                    return ch.bye || ch.lost || hb_.silent_s(ch.rank) > c_.peer_timeout_s;
+                });
                 throw PeerError(c_.parent, "the parent parameter server (rank " + std::to_string(c_.parent) +
                                                ") has not been heard from for " +
-                                               std::to_string(hb_.silent_s(c_.parent)) + " s");
+                                               std::to_string(hb_.silent_s(c_.parent)) + " s" +
+                                               (deaf ? ", nor has any learner below: this rank has stopped receiving"
+                                                     : ""));
+            }
             // Wakes early when a waiting sum can go up.
             const auto deadline = after(0.05);
-            std::optional<Envelope> e = t_.recv_while(kAnySource, kAnyTag, in_, [&] {
-                return Clock::now() < deadline && (stopping_ || !full() || !sender_.idle());
-            });
+            std::optional<Envelope> e;
+            try {
+                // A message from a rank that dies while sending it never finishes arriving: it is
+                // given up once the sender has been silent for the peer timeout, and the loop goes
+                // on (waiting for it kept the relay from ever hearing its parent's stop).
+                e = t_.recv_while(
+                    kAnySource, kAnyTag, in_,
+                    [&] { return Clock::now() < deadline && (stopping_ || !full() || !sender_.idle()); },
+                    [this](int rank) { return hb_.silent_s(rank) <= c_.peer_timeout_s; });
+            } catch (const PeerError& err) {
+                if (log_) log_("leaf PS rank " + std::to_string(t_.rank()) + ": " + err.what());
+                continue;
+            }
             if (!e) continue;
             if (e->tag == kHeartbeat) {
                 hb_.beat_received(e->source);
