@@ -82,4 +82,34 @@ for _ in $(seq 240); do grep -q "requeueing job $jid" "$work/ar-stop.out" 2>/dev
 timeout 30 scancel "$jid"
 grep -q 'allreduce: checkpoint (signal) at step' "$work/ar-stop.out" && grep -q 'task 0: Exited with exit code 130' "$work/ar-stop.out" &&
   grep -q "requeueing job $jid" "$work/ar-stop.out" && pass || { fail "allreduce under Slurm: stop, checkpoint, requeue"; cat "$work/ar-stop.out"; }
+
+# A sweep as a job array (tools/slurm/rudra-sweep.sbatch): 2 protocols x 2 learner counts, one
+# short epoch each, every task sized for the largest run; then collected and drawn. Submitted
+# again, every task finds its run done.
+cat >"$work/sweep-grid.txt" <<GRID
+solver: $solver
+all: --data $data --batch 16 --epochs 1
+--learners 2 --protocol hardsync
+--learners 3 --protocol hardsync
+--learners 2 --protocol async
+--learners 3 --protocol async
+GRID
+n=$(python3 "$src/tools/sweep/sweep.py" list "$work/sweep-grid.txt" | wc -l)
+[ "$n" = 4 ] && pass || fail "sweep: 4 runs listed, got $n"
+sweep_array() {  # sweep_array OUTPUT_PREFIX
+  RUDRA="$rudra" RUDRA_SOURCE="$src" OMP_NUM_THREADS=1 timeout 600 sbatch --wait --quiet --array=0-$((n - 1)) --ntasks=5 \
+    --overcommit --output="$work/$1-%a.out" "$src/tools/slurm/rudra-sweep.sbatch" "$work/sweep-grid.txt" "$work/sweep"
+}
+if sweep_array sweep; then pass
+else fail "sweep array: exit $?"; tail -5 "$work"/sweep-*.out; fi
+[ "$(ls "$work"/sweep/*/final.rudra 2>/dev/null | wc -l)" = 4 ] && [ "$(ls "$work"/sweep/*/manifest.json | wc -l)" = 4 ] &&
+  pass || { fail "sweep array: 4 runs with final.rudra and manifest.json"; tail -5 "$work"/sweep-*.out; }
+grep -q 'rudra-sweep: task 3, 5 ranks: ' "$work/sweep-3.out" && grep -q 'rudra-sweep: task 0, 4 ranks: ' "$work/sweep-0.out" &&
+  pass || fail "sweep array: each task runs its own line's rank count"
+python3 "$src/tools/sweep/sweep.py" collect "$work/sweep" >"$work/collect.log" 2>&1 && [ "$(wc -l <"$work/sweep/runs.csv")" = 5 ] &&
+  pass || { fail "sweep array: collected, a header and 4 rows"; cat "$work/collect.log"; }
+python3 "$src/tools/sweep/sweep.py" plot "$work/sweep" >"$work/plot.log" 2>&1 && [ -s "$work/sweep/figures/error_vs_time.png" ] &&
+  [ -s "$work/sweep/figures/error_vs_mulambda.png" ] && pass || { fail "sweep array: the figures"; cat "$work/plot.log"; }
+if sweep_array again; then pass; else fail "sweep array again: exit $?"; fi
+[ "$(cat "$work"/again-*.out | grep -c 'is done')" = 4 ] && pass || { fail "sweep array again: every task done already"; cat "$work"/again-*.out; }
 finish

@@ -9,6 +9,7 @@ packages=(
   libblis-openmp-dev libdnnl-dev mpich libmpich-dev libhwloc-dev hwloc
   doctest-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
   dataset-fashion-mnist
+  python3 python3-matplotlib
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The sweep workflow without Slurm (tools/sweep/sweep.py): a grid of 2 protocols x 2 learner
+# counts, one short epoch each, run one after another, each in its own folder with a manifest;
+# run again, nothing is redone; a failing run makes the sweep fail and is tried again next time;
+# collected into one CSV and drawn as PNG files; grid files with mistakes are refused with the
+# file and line. (test/slurm_test.sh runs a sweep as a Slurm job array.)
+# Usage: sweep_test.sh RUDRA_BINARY SOURCE_DIR
+. "$(dirname "$0")/harness.sh" "$@"
+mpi_test_setup
+src=$(cd "$src" && pwd)
+rudra=$(cd "$(dirname "$rudra")" && pwd)/$(basename "$rudra")
+solver=$src/models/cifar10_full_28/cifar10_full_28_solver.prototxt
+sweep=(python3 "$src/tools/sweep/sweep.py")
+cd "$work"
+cat >grid.txt <<GRID
+# 2 protocols x 2 learner counts
+solver: $solver
+all: --data data --batch 16 --epochs 1 --seed 3
+--learners 2 --protocol hardsync
+--learners 3 --protocol hardsync
+--learners 2 --protocol softsync --n 1
+--learners 3 --protocol softsync --n 1
+GRID
+[ "$("${sweep[@]}" list grid.txt | wc -l)" = 4 ] && pass || fail "list: 4 runs"
+if timeout 600 "${sweep[@]}" run grid.txt out --rudra "$rudra" >run1.log 2>&1; then pass
+else fail "sweep run: exit $?"; cat run1.log; fi
+grep -q 'sweep: 4 runs in grid.txt, 0 done, 4 to run' run1.log && pass || fail "sweep run: says what it will run"
+done_runs=$(ls out/*/final.rudra 2>/dev/null | wc -l)
+[ "$done_runs" = 4 ] && [ "$(ls out/*/manifest.json | wc -l)" = 4 ] && pass || fail "4 folders with final.rudra and manifest.json, got $done_runs"
+m=$(ls out/learners_3_protocol_softsync_n_1-*/manifest.json 2>/dev/null | head -1)
+[ -n "$m" ] && grep -q '"ranks": 5' "$m" && grep -q '"grid_line": "--learners 3 --protocol softsync --n 1"' "$m" &&
+  grep -qF "\"$work/data\"" "$m" && pass || { fail "the manifest of learners 3, softsync: ranks, line, absolute --data"; cat "$m"; }
+# Again: every run is done, nothing runs.
+before=$(cat out/*/run.log | wc -c)
+timeout 60 "${sweep[@]}" run grid.txt out --rudra "$rudra" >run2.log 2>&1 && grep -q '4 done, 0 to run' run2.log &&
+  [ "$(cat out/*/run.log | wc -c)" = "$before" ] && pass || { fail "a second sweep redoes nothing"; cat run2.log; }
+# A run that fails: the sweep says which and exits 1; the next sweep tries it again.
+cp grid.txt bad.txt
+echo "--learners 2 --protocol softsync --n 1 --momentum 1.5" >>bad.txt
+timeout 120 "${sweep[@]}" run bad.txt out --rudra "$rudra" >bad1.log 2>&1
+rc=$?
+[ $rc = 1 ] && grep -q '4 done, 1 to run' bad1.log && grep -q '1 of 1 runs did not finish' bad1.log && pass ||
+  { fail "a failing run: exit $rc"; cat bad1.log; }
+timeout 120 "${sweep[@]}" run bad.txt out --rudra "$rudra" >bad2.log 2>&1
+grep -q '4 done, 1 to run' bad2.log && pass || fail "the failed run is tried again"
+rm -rf out/*momentum_1.5*
+# A sweep killed with its run (kill -9 of the whole process group) goes on from the run's checkpoint.
+printf '%s\n' "solver: $solver" "all: --data data --batch 16 --epochs 4 --checkpoint-every 5" \
+  "--learners 2 --protocol softsync --n 1" >resume.txt
+setsid timeout 120 "${sweep[@]}" run resume.txt resumed --rudra "$rudra" >resume1.log 2>&1 &
+sweeper=$!
+wait_for_epoch() { for _ in $(seq 600); do grep -q '"epoch":2,' resumed/*/metrics.jsonl 2>/dev/null && return 0; sleep 0.1; done; return 1; }
+wait_for_epoch || fail "resume: no epoch 2"
+kill -9 -- "-$sweeper"
+wait 2>/dev/null
+pkill -9 -x rudra
+[ -s resumed/*/checkpoint.rudra ] && [ ! -e resumed/*/final.rudra ] && pass || fail "resume: a checkpoint and no final.rudra after the kill"
+timeout 120 "${sweep[@]}" run resume.txt resumed --rudra "$rudra" >resume2.log 2>&1 && grep -q '(4 ranks, resumed)' resume2.log &&
+  [ -s resumed/*/final.rudra ] && pass || { fail "resume: the next sweep goes on with --resume"; cat resume2.log; }
+[ "$(grep '"event":"epoch"' resumed/*/metrics.jsonl | grep -o '"epoch":[0-9]*' | sed 's/.*://' | tr '\n' ' ')" = "1 2 3 4 " ] && pass ||
+  { fail "resume: epochs 1-4 once each"; cat resumed/*/metrics.jsonl; }
+
+# Collect: one row per run and epoch, the settings from each run's metrics.
+timeout 60 "${sweep[@]}" collect out >collect.log 2>&1 && pass || { fail "collect: exit $?"; cat collect.log; }
+[ "$(wc -l <out/runs.csv)" = 5 ] && pass || { fail "runs.csv: a header and 4 rows"; cat out/runs.csv; }
+head -1 out/runs.csv | grep -q '^run,protocol,n,learners,batch,mu_lambda,' && pass || fail "runs.csv header"
+grep -q ',1-softsync,1,3,16,48,' out/runs.csv && grep -q ',hardsync,[0-9]*,2,16,32,' out/runs.csv && pass ||
+  { fail "runs.csv: protocol, learners, batch and mu*lambda of each run"; cat out/runs.csv; }
+awk -F, 'NR > 1 && ($20 == "" || $20 < 0 || $20 > 1) { bad = 1 } END { exit bad }' out/runs.csv && pass ||
+  fail "runs.csv: a test error in [0, 1] on every row"
+grep -q '^learners_2_protocol_softsync_n_1-[0-9a-f]*,1-softsync,2,1,[0-9]*,[0-9]*$' out/staleness.csv && pass ||
+  { fail "staleness.csv: the histogram of a softsync run"; cat out/staleness.csv; }
+# Plot: the four figures, as PNG.
+timeout 120 "${sweep[@]}" plot out >plot.log 2>&1 && pass || { fail "plot: exit $?"; cat plot.log; }
+for f in error_vs_time accuracy_vs_epoch error_vs_mulambda staleness; do
+  [ "$(head -c 4 "out/figures/$f.png" 2>/dev/null | od -An -tx1 | tr -d ' ')" = 89504e47 ] && pass || fail "plot: $f.png"
+done
+# Grid files with mistakes: the file, the line, the problem; exit 2.
+bad_grid() {  # bad_grid MESSAGE LINE...
+  local message=$1; shift
+  printf '%s\n' "solver: $solver" "$@" >g.txt
+  "${sweep[@]}" list g.txt >g.log 2>&1
+  local rc=$?
+  [ $rc = 2 ] && grep -qF -- "$message" g.log && pass || { fail "grid error '$message': exit $rc"; cat g.log; }
+}
+bad_grid "g.txt:2: give --learners L (L + 2 ranks) or --ranks K" "--protocol async"
+bad_grid "g.txt:2: -o is the sweep's to set" "--learners 2 -o here"
+bad_grid "g.txt:3: the same run as line 2" "--learners 2" "--learners 2"
+bad_grid "g.txt:2: --learners needs a positive number, got 'two'" "--learners two"
+bad_grid "g.txt:2: a run line holds \`rudra dist\` options" "learners 2"
+printf '%s\n' "solver: $solver" "--learners 2" >g.txt
+"${sweep[@]}" run g.txt out --index 7 >g.log 2>&1
+grep -q -- "--index 7: the grid has runs 0 to 0" g.log && pass || fail "--index out of range"
+finish
