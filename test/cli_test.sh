@@ -117,6 +117,12 @@ expect "bench writes CSV" "$rudra" bench m40n50k30 mb1ic3ih8oc4kh3ph1 --backends
   --min-time 0.01 --format csv -o "$work/bench.csv"
 [ "$(grep -c ',own,' "$work/bench.csv")" = 4 ] && pass || fail "bench CSV has the GEMM and three conv passes for own"
 grep -q "% of peak" "$work/out" && pass || fail "bench reports percent of peak"
+# The CSV drawn as small multiples: one panel per layer and pass (three here), one line per backend.
+expect "bench CSV plotted" bash "$src/bench/plot_bench.sh" "$work/bench.csv" "$work/bench.png"
+grep -q "(3 panels, 2 lines each at most)" "$work/out" && [ "$(head -c 4 "$work/bench.png" | od -An -tx1 | tr -d ' ')" = 89504e47 ] &&
+  pass || fail "plot_bench: 3 panels of 2 backends in a PNG"
+expect_error "plot_bench on a file that is not bench CSV" "not a \`rudra bench --format csv\` file" \
+  bash "$src/bench/plot_bench.sh" "$src/bench/grids/figure3.grid" "$work/x.png"
 expect_error "bad descriptor" "problem 'mb1ic3ihx'" "$rudra" bench mb1ic3ihx
 expect "bench runs pooling, LRN and inner product" "$rudra" bench pool_max:mb2ic3ih9kh3sh2 pool_ave:mb2ic3ih8kh3sh2ph1 \
   lrn_within:mb2ic4ih6ls3 lrn_across:mb2ic4ih6ls5 ip:mb3ic4ih2oc5 --mb 1,3 --backends own,reference --threads 1 \
