@@ -100,7 +100,11 @@ def error_vs_mulambda(rows, path):
             last[r["run"]] = r
     by_protocol = defaultdict(lambda: defaultdict(list))
     for r in last.values():
-        by_protocol[r["protocol"]][number(r["mu_lambda"])].append(number(r["test_error"]))
+        # Table II's rows: lambda-softsync (n = lambda > 1) is one series whatever lambda is.
+        family = r["protocol"]
+        if family.endswith("softsync") and r.get("n") == r.get("learners") and number(r.get("n")) > 1:
+            family = "λ-softsync"
+        by_protocol[family][number(r["mu_lambda"])].append(number(r["test_error"]))
     if len({x for p in by_protocol.values() for x in p}) < 2:
         return f"{os.path.basename(path)}: the runs have one mu*lambda"
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -112,7 +116,7 @@ def error_vs_mulambda(rows, path):
         ax.errorbar(xs, [100 * m for m in means], yerr=[[100 * v for v in lo], [100 * v for v in hi]],
                     marker="o", capsize=3, label=protocol)
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("μλ (samples per update's worth of gradients)")
+    ax.set_xlabel("μλ (mini-batch × learners)")
     ax.set_ylabel("test error at the last epoch (%)")
     ax.set_title("Test error against μλ (Table II)")
     ax.grid(alpha=0.3)
