@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+"""A discrete-event model of Rudra-base: one parameter server, lambda learners, the hardsync,
+n-softsync and async protocols, base and overlap modes. For what one machine cannot run:
+predicts updates per second, the staleness histogram, the learners' overlap ratio (compute over
+compute plus waiting) and the PS's traffic, from a few costs that `rudra` measures.
+
+The model, as `rudra dist` does it (dist/learner.cpp, dist/parameter_server.cpp):
+- A learner pulls: it sends the PS a request with the timestamp it holds; the PS answers with
+  the weights only when it has newer ones (else an empty reply); under hardsync it answers once
+  the update the learner waits for exists. Base mode waits for the reply, then computes; overlap
+  mode computes on the newest weights it holds while the next pull is on its way.
+- After computing, a learner pushes its gradient with the timestamp it was computed from. One
+  push is in flight at a time: a learner whose previous push has not left waits for it.
+- The PS takes one message at a time: a gradient costs `grad_s` (adding it), an update
+  `update_s` (the solver's step) once floor(lambda/n) gradients are in (hardsync: all lambda of
+  the current timestamp; async: every gradient). Staleness: the PS's timestamp when it applies a
+  gradient minus the gradient's.
+- A message of B bytes takes latency + B / bandwidth on each side's link; the PS's link carries
+  one message at a time each way, a learner's its own.
+- `cores`: when set, the learners and the PS share that many cores (processor sharing), as on
+  one oversubscribed node; unset, each has its own.
+
+  simulate.py --learners 30 --protocol softsync --n 1 --compute-ms 12 --model-bytes 334000 \\
+      --latency-us 5 --bandwidth-gbs 10 --updates 3000 [--json]
+"""
+import argparse
+import heapq
+import json
+import math
+import random
+import sys
+from collections import Counter, deque
+
+
+class Sim:
+    def __init__(self, a):
+        self.a = a
+        self.rng = random.Random(a.seed)
+        self.now = 0.0
+        self.events = []
+        self.seq = 0
+        lam = a.learners
+        self.per_update = lam if a.protocol == "hardsync" else (1 if a.protocol == "async" else max(1, lam // a.n))
+        self.ts = 0
+        self.bucket = []  # gradients' timestamps waiting for the next update
+        self.stale = Counter()
+        self.updates = 0
+        self.ps_queue = deque()
+        self.ps_busy = False
+        self.ps_out_free = 0.0
+        self.ps_in_free = 0.0
+        self.bytes_in = self.bytes_out = 0
+        self.deferred = []  # hardsync pulls waiting for the next timestamp
+        self.have = [-1] * lam  # the timestamp each learner holds
+        self.compute_s = [0.0] * lam
+        self.push_free = [0.0] * lam  # when each learner's previous push has left it
+        # Processor sharing (cores set): remaining work of each job on the cores.
+        self.jobs = {}
+        self.jobs_at = 0.0
+        self.job_event = None
+
+    # -- events ---------------------------------------------------------------------------------
+    def at(self, t, fn, *args):
+        self.seq += 1
+        heapq.heappush(self.events, (t, self.seq, fn, args))
+
+    def transfer(self, nbytes, to_ps, learner_free):
+        """Arrival time of a message leaving now: the sender's link, then the receiver's."""
+        a = self.a
+        wire = nbytes / (a.bandwidth_gbs * 1e9)
+        if to_ps:
+            start = max(self.now, learner_free)
+            start = max(start, self.ps_in_free)  # the PS's incoming link takes one at a time
+            self.ps_in_free = start + wire
+            self.bytes_in += nbytes
+        else:
+            start = max(self.now, self.ps_out_free)
+            self.ps_out_free = start + wire
+            self.bytes_out += nbytes
+        return start + wire + a.latency_us * 1e-6, start + wire
+
+    # -- cores ----------------------------------------------------------------------------------
+    def run_on_cores(self, key, seconds, done, *args):
+        if not self.a.cores:
+            self.at(self.now + seconds, done, *args)
+            return
+        self.advance_jobs()
+        self.jobs[key] = [seconds, done, args]
+        self.schedule_jobs()
+
+    def rate(self):
+        return min(1.0, self.a.cores / len(self.jobs)) if self.jobs else 1.0
+
+    def advance_jobs(self):
+        r = self.rate()
+        for j in self.jobs.values():
+            j[0] -= (self.now - self.jobs_at) * r
+        self.jobs_at = self.now
+
+    def schedule_jobs(self):
+        if not self.jobs:
+            return
+        key, job = min(self.jobs.items(), key=lambda kv: kv[1][0])
+        self.seq += 1
+        self.job_event = self.seq
+        heapq.heappush(self.events, (self.now + max(0.0, job[0]) / self.rate(), self.seq, self.job_done, (self.seq,)))
+
+    def job_done(self, token):
+        if token != self.job_event:
+            return  # superseded by a later schedule
+        self.advance_jobs()
+        key = min(self.jobs, key=lambda k: self.jobs[k][0])
+        _, done, args = self.jobs.pop(key)
+        self.schedule_jobs()
+        done(*args)
+
+    # -- learners -------------------------------------------------------------------------------
+    def compute_time(self):
+        a = self.a
+        mean = a.compute_ms * 1e-3
+        if a.compute_cv <= 0:
+            return mean
+        k = 1.0 / (a.compute_cv ** 2)  # gamma with that mean and coefficient of variation
+        return self.rng.gammavariate(k, mean / k)
+
+    def pull(self, i):
+        arrive, _ = self.transfer(self.a.request_bytes, True, 0.0)
+        self.at(arrive, self.ps_message, ("pull", i))
+
+    def got_weights(self, i, ts):
+        self.have[i] = max(self.have[i], ts)
+        if self.a.mode == "base" or not self.computing[i]:
+            self.start_compute(i)
+        else:
+            self.pending_pull[i] = False
+
+    def start_compute(self, i):
+        self.computing[i] = True
+        self.pending_pull[i] = False
+        self.started[i] = self.now
+        self.run_on_cores(("learner", i), self.compute_time(), self.computed, i, self.have[i])
+        if self.a.mode == "overlap":  # the next pull goes out while this gradient is computed
+            self.pending_pull[i] = True
+            self.pull(i)
+
+    def computed(self, i, ts):
+        self.computing[i] = False
+        self.compute_s[i] += self.now - self.started[i]  # wall time: slowed where cores are shared
+        self.at(max(self.now, self.push_free[i]), self.push, i, ts)
+
+    def push(self, i, ts):
+        arrive, left = self.transfer(self.a.model_bytes, True, self.push_free[i])
+        self.push_free[i] = left
+        self.at(arrive, self.ps_message, ("grad", i, ts))
+        if self.a.mode == "base":
+            self.pull(i)
+        elif not self.pending_pull[i]:
+            self.start_compute(i)
+
+    # -- parameter server -----------------------------------------------------------------------
+    def ps_message(self, msg):
+        self.ps_queue.append(msg)
+        if not self.ps_busy:
+            self.ps_next()
+
+    def ps_next(self):
+        if not self.ps_queue:
+            self.ps_busy = False
+            return
+        self.ps_busy = True
+        msg = self.ps_queue.popleft()
+        cost = self.a.request_us * 1e-6 if msg[0] == "pull" else self.a.grad_ms * 1e-3
+        if msg[0] == "grad" and len(self.bucket) + 1 >= self.per_update:
+            cost += self.a.update_ms * 1e-3
+        self.run_on_cores(("ps",), cost, self.ps_done, msg)
+
+    def ps_done(self, msg):
+        if msg[0] == "pull":
+            i = msg[1]
+            if self.a.protocol == "hardsync" and self.have[i] >= self.ts:
+                self.deferred.append(i)
+            else:
+                self.reply(i)
+        else:
+            _, i, ts = msg
+            self.bucket.append(ts)
+            if len(self.bucket) >= self.per_update:
+                for g in self.bucket:
+                    self.stale[self.ts - g] += 1
+                self.bucket = []
+                self.ts += 1
+                self.updates += 1
+                waiting, self.deferred = self.deferred, []
+                for j in waiting:
+                    self.reply(j)
+        self.ps_next()
+
+    def reply(self, i):
+        newer = self.ts > self.have[i]
+        arrive, _ = self.transfer(self.a.model_bytes if newer else self.a.request_bytes, False, 0.0)
+        self.at(arrive, self.got_weights, i, self.ts)
+
+    # -- run ------------------------------------------------------------------------------------
+    def run(self):
+        lam = self.a.learners
+        self.computing = [False] * lam
+        self.pending_pull = [False] * lam
+        self.started = [0.0] * lam
+        for i in range(lam):
+            self.at(self.rng.uniform(0, 1e-4), self.pull, i)
+        while self.events and self.updates < self.a.updates:
+            t, _, fn, args = heapq.heappop(self.events)
+            self.now = t
+            fn(*args)
+        total = sum(self.stale.values())
+        mean = sum(s * c for s, c in self.stale.items()) / total if total else 0.0
+        width = max(self.stale) + 1 if self.stale else 1
+        return {
+            "protocol": self.a.protocol if self.a.protocol != "softsync" else f"{self.a.n}-softsync",
+            "learners": lam, "mode": self.a.mode, "updates": self.updates, "seconds": self.now,
+            "updates_per_s": self.updates / self.now if self.now else 0.0,
+            "gradients_per_s": total / self.now if self.now else 0.0,
+            "staleness_mean": mean, "staleness_max": width - 1,
+            "histogram": [self.stale.get(s, 0) for s in range(width)],
+            "overlap_ratio": sum(self.compute_s) / (lam * self.now) if self.now else 0.0,
+            "ps_in_gbs": self.bytes_in / self.now / 1e9 if self.now else 0.0,
+            "ps_out_gbs": self.bytes_out / self.now / 1e9 if self.now else 0.0,
+        }
+
+
+def parse(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--learners", type=int, required=True, help="lambda")
+    p.add_argument("--protocol", choices=["hardsync", "softsync", "async"], default="softsync")
+    p.add_argument("--n", type=int, default=1, help="n of n-softsync")
+    p.add_argument("--mode", choices=["base", "overlap"], default="base")
+    p.add_argument("--compute-ms", type=float, required=True, help="one mini-batch's forward and backward, alone on its cores")
+    p.add_argument("--compute-cv", type=float, default=0.1, help="its coefficient of variation (0: constant)")
+    p.add_argument("--model-bytes", type=float, required=True, help="a gradient's (and the weights') bytes")
+    p.add_argument("--request-bytes", type=float, default=64, help="a pull request's and an empty reply's bytes")
+    p.add_argument("--latency-us", type=float, default=5.0, help="one message's latency")
+    p.add_argument("--bandwidth-gbs", type=float, default=10.0, help="each link's bandwidth, GB/s")
+    p.add_argument("--grad-ms", type=float, default=0.0, help="the PS's cost of taking one gradient")
+    p.add_argument("--update-ms", type=float, default=0.0, help="the PS's cost of one update (the solver's step)")
+    p.add_argument("--request-us", type=float, default=2.0, help="the PS's cost of answering a pull")
+    p.add_argument("--cores", type=float, default=0, help="cores the learners and the PS share (0: one each)")
+    p.add_argument("--updates", type=int, default=2000, help="simulate until this many updates")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--json", action="store_true", help="print the result as one JSON line")
+    a = p.parse_args(argv)
+    if a.learners < 1 or a.n < 1 or a.n > a.learners:
+        p.error("--learners must be >= 1 and --n in [1, learners]")
+    if a.compute_ms <= 0 or a.model_bytes <= 0 or a.bandwidth_gbs <= 0:
+        p.error("--compute-ms, --model-bytes and --bandwidth-gbs must be positive")
+    return a
+
+
+def simulate(argv):
+    return Sim(parse(argv)).run()
+
+
+def main():
+    a = parse()
+    r = Sim(a).run()
+    if a.json:
+        print(json.dumps(r))
+        return 0
+    print(f"{r['protocol']}, {r['learners']} learners, {r['mode']}: {r['updates_per_s']:.1f} updates/s, "
+          f"{r['gradients_per_s']:.1f} gradients/s, staleness mean {r['staleness_mean']:.2f} max {r['staleness_max']}, "
+          f"overlap {r['overlap_ratio']:.3f}, PS link in {r['ps_in_gbs']:.2f} / out {r['ps_out_gbs']:.2f} GB/s")
+    shown = " ".join(f"{s}:{c}" for s, c in enumerate(r["histogram"]) if c)
+    print(f"  staleness histogram sigma:count  {shown}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

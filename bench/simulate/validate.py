@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""The simulator against real runs: for each run of a sweep (sweep.py collect OUT first), the same
+protocol, learner count and n simulated with the given costs; prints measured and simulated
+updates per second and mean staleness side by side, as a Markdown table.
+
+  python3 bench/simulate/validate.py OUT --compute-ms 9.5 --cores 2 --latency-us 1000 \\
+      --bandwidth-gbs 5 --model-bytes 334000 [--update-ms 0.1] [--grad-ms 0.05]
+
+Measured updates per second: the last epoch line's updates over its elapsed seconds (set-up
+excluded: the PS's clock starts with training); measured staleness: the run's staleness.json.
+"""
+import argparse
+import csv
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from simulate import simulate  # noqa: E402
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("out", help="a sweep's folder, collected (runs.csv)")
+    for name, default in (("compute-ms", None), ("model-bytes", None), ("cores", "0"), ("latency-us", "5"),
+                          ("bandwidth-gbs", "10"), ("update-ms", "0"), ("grad-ms", "0"), ("request-us", "2"),
+                          ("compute-cv", "0.1"), ("updates", "3000")):
+        p.add_argument("--" + name, required=default is None, default=default)
+    a = p.parse_args()
+    rows = list(csv.DictReader(open(os.path.join(a.out, "runs.csv"))))
+    last = {}
+    for r in rows:
+        if r["run"] not in last or int(r["epoch"]) > int(last[r["run"]]["epoch"]):
+            last[r["run"]] = r
+    costs = ["--compute-ms", a.compute_ms, "--model-bytes", a.model_bytes, "--cores", a.cores,
+             "--latency-us", a.latency_us, "--bandwidth-gbs", a.bandwidth_gbs, "--update-ms", a.update_ms,
+             "--grad-ms", a.grad_ms, "--request-us", a.request_us, "--compute-cv", a.compute_cv,
+             "--updates", a.updates]
+    print("| protocol | lambda | updates/s measured | simulated | ratio | mean staleness measured | simulated | difference |")
+    print("|---|---|---|---|---|---|---|---|")
+    worst_rate = worst_stale = 0.0
+    for r in sorted(last.values(), key=lambda r: (r["protocol"], int(r["learners"]))):
+        proto = r["protocol"]
+        if proto == "hardsync":
+            args = ["--protocol", "hardsync"]
+        elif proto == "async":
+            args = ["--protocol", "async"]
+        else:
+            args = ["--protocol", "softsync", "--n", r["n"]]
+        stale_path = os.path.join(a.out, r["run"], "staleness.json")
+        measured_stale = json.load(open(stale_path))["mean"] if os.path.exists(stale_path) else float(r["staleness_mean"])
+        measured_rate = float(r["updates"]) / float(r["elapsed_s"])
+        s = simulate(["--learners", r["learners"]] + args + costs)
+        ratio = s["updates_per_s"] / measured_rate
+        diff = (s["staleness_mean"] - measured_stale) / measured_stale if measured_stale > 0 else 0.0
+        worst_rate = max(worst_rate, abs(ratio - 1))
+        worst_stale = max(worst_stale, abs(diff))
+        print(f"| {proto} | {r['learners']} | {measured_rate:.1f} | {s['updates_per_s']:.1f} | {ratio:.2f} | "
+              f"{measured_stale:.2f} | {s['staleness_mean']:.2f} | {100 * diff:+.0f}% |")
+    print(f"\nlargest error: updates/s {100 * worst_rate:.0f}%, mean staleness {100 * worst_stale:.0f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
