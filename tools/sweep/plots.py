@@ -137,7 +137,8 @@ def staleness(rows, runs_rows, path):
     for name in hist:
         runs.setdefault(name, {"run": name})
     text = labels({n: runs[n] for n in hist})
-    names = sorted(hist, key=lambda n: text[n])
+    # In n, then lambda order (1, 2, 4, ... 30), not the labels' alphabetical one.
+    names = sorted(hist, key=lambda n: (number(runs[n].get("n")), number(runs[n].get("learners")), text[n]))
     nr, nc = grid_of(len(names))
     fig, axes = plt.subplots(nr, nc, figsize=(4.6 * nc, 3.2 * nr), squeeze=False)
     for ax, name in zip(axes.flat, names):
