@@ -10,8 +10,9 @@ topologies, whose leaf servers are ranks too). Two kinds of line set what every 
     --learners 4 --protocol hardsync --batch 32
     --learners 4 --protocol softsync --n 1 --batch 32 --seed 2
 
-Blank lines and lines starting with # are skipped. Relative paths of the solver and of --data
-are taken from the directory the sweep is started in.
+Blank lines and lines starting with # are skipped. Relative paths of the solver and of the
+options that name files (--data, --warm-start, --timeline, --node-data-dir, --auto-cache) are
+taken from the directory the sweep is started in.
 
 Each run has a folder of its own under the sweep's folder, named after its options and a hash
 of its whole configuration (so that a grid file edited later keeps the names of the lines it
@@ -127,14 +128,22 @@ def run_name(run):
     return f"{slug}-{digest}"
 
 
+# `rudra dist` options that name files or folders.
+PATH_OPTIONS = ("--data", "--warm-start", "--timeline", "--node-data-dir", "--auto-cache")
+
+
 def absolute_paths(options, solver):
-    """The solver and --data made absolute against the current directory (the submission's)."""
+    """The solver and the options' paths made absolute against the current directory (the
+    submission's), so that a run finds them whatever its working directory."""
     out = list(options)
     for i, t in enumerate(out):
-        if t == "--data" and i + 1 < len(out):
+        key, eq, value = t.partition("=")
+        if key not in PATH_OPTIONS:
+            continue
+        if eq and value:
+            out[i] = key + "=" + os.path.abspath(value)
+        elif not eq and i + 1 < len(out) and out[i + 1]:
             out[i + 1] = os.path.abspath(out[i + 1])
-        elif t.startswith("--data="):
-            out[i] = "--data=" + os.path.abspath(t[len("--data="):])
     return out, os.path.abspath(solver)
 
 
