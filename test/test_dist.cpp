@@ -238,7 +238,11 @@ TEST_CASE("whole system on the in-process transport: every protocol and mode con
         cfg.batch = 1;
         cfg.reference_batch = 1;
         std::vector<std::unique_ptr<Quadratic>> models;
-        for (int l = 0; l < lambda; ++l) models.push_back(std::make_unique<Quadratic>(params.size()));
+        // 2 ms per gradient: the PS keeps up with 4 learners even under ThreadSanitizer on 2
+        // loaded cores. At 300 us the queue grew there, async saw staleness 44-58, and at rate
+        // 0.05 the toy did not converge.
+        for (int l = 0; l < lambda; ++l)
+            models.push_back(std::make_unique<Quadratic>(params.size(), std::chrono::milliseconds(2)));
         auto fut = std::async(std::launch::async, [&] {
             return run_system(proto, lambda, c.overlap, params, solver, cfg, 100, 3,
                               [&](int l) { return models[l]->work(); });
