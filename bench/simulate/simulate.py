@@ -52,6 +52,9 @@ class Sim:
         self.bytes_in = self.bytes_out = 0
         self.deferred = []  # hardsync pulls waiting for the next timestamp
         self.have = [-1] * lam  # the timestamp each learner holds
+        self.computing = [False] * lam
+        self.pending_pull = [False] * lam  # overlap: a pull on its way while computing
+        self.started = [0.0] * lam  # when each learner's current gradient began
         self.compute_s = [0.0] * lam
         self.push_free = [0.0] * lam  # when each learner's previous push has left it
         # Processor sharing (cores set): remaining work of each job on the cores.
@@ -203,9 +206,6 @@ class Sim:
     # -- run ------------------------------------------------------------------------------------
     def run(self):
         lam = self.a.learners
-        self.computing = [False] * lam
-        self.pending_pull = [False] * lam
-        self.started = [0.0] * lam
         for i in range(lam):
             self.at(self.rng.uniform(0, 1e-4), self.pull, i)
         while self.events and self.updates < self.a.updates:

@@ -156,11 +156,11 @@ def state(folder):
 
 
 def dist_arguments(run, folder):
-    """`rudra dist` arguments of a run: its options, with --resume first where it stopped (the
-    options must then agree with the checkpoint's, and --epochs may raise the total)."""
+    """`rudra dist` arguments of a run, as a fresh run takes them. One that stopped goes on with
+    --resume FOLDER in front (its options must agree with the checkpoint's; --epochs may raise
+    the total): sweep.py run adds it, rudra-dist.sbatch does it by itself."""
     options, solver = absolute_paths(run["options"], run["solver"])
-    args = [solver] + options + ["-o", folder]
-    return (["--resume", folder] + args) if state(folder) == "resume" else args
+    return [solver] + options + ["-o", folder]
 
 
 def write_manifest(run, folder, args):
@@ -194,8 +194,6 @@ def cmd_command(a):
     (_, run), = pick(runs, a.index)
     folder = os.path.join(os.path.abspath(a.out), run["name"])
     args = dist_arguments(run, folder)
-    if args[0] == "--resume":
-        args = args[2:]
     write_manifest(run, folder, args)
     print(run["ranks"])
     print(folder)
@@ -212,11 +210,12 @@ def cmd_run(a):
     failed = 0
     for k, (i, run) in enumerate(todo, 1):
         folder = os.path.join(os.path.abspath(a.out), run["name"])
-        args = dist_arguments(run, folder)
+        resume = state(folder) == "resume"
+        args = (["--resume", folder] if resume else []) + dist_arguments(run, folder)
         write_manifest(run, folder, args)
         launch = shlex.split(a.launcher) + ["-n", str(run["ranks"]), rudra, "dist"] + args
         log = os.path.join(folder, "run.log")
-        print(f"sweep: [{k}/{len(todo)}] run {i} ({run['ranks']} ranks{', resumed' if args[0] == '--resume' else ''}): "
+        print(f"sweep: [{k}/{len(todo)}] run {i} ({run['ranks']} ranks{', resumed' if resume else ''}): "
               f"{run['name']}", flush=True)
         t0 = time.time()
         with open(log, "a") as f:
