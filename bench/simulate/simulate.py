@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A discrete-event model of Rudra-base: one parameter server, lambda learners, the hardsync,
-n-softsync and async protocols, base and overlap modes. For what one machine cannot run:
+n-softsync and async protocols, base and overlap modes (and, in trees.py, the adv and adv* trees
+with --topology). For what one machine cannot run:
 predicts updates per second, the staleness histogram, the learners' overlap ratio (compute over
 compute plus waiting) and the PS's traffic, from a few costs that `rudra` measures.
 
@@ -15,8 +16,10 @@ The model, as `rudra dist` does it (dist/learner.cpp, dist/parameter_server.cpp)
   `update_s` (the solver's step) once floor(lambda/n) gradients are in (hardsync: all lambda of
   the current timestamp; async: every gradient). Staleness: the PS's timestamp when it applies a
   gradient minus the gradient's.
-- A message of B bytes takes latency + B / bandwidth on each side's link; the PS's link carries
-  one message at a time each way, a learner's its own.
+- A message of B bytes takes latency + message_us + B / bandwidth; the PS's link carries one
+  message at a time each way (latency overlaps, message_us and the bytes do not), a learner's
+  its own. message_us is what a message costs beyond its bytes while it holds the PS: on an
+  oversubscribed node, the other rank's wake-up from its wait policy's sleep.
 - `cores`: when set, the learners and the PS share that many cores (processor sharing), as on
   one oversubscribed node; unset, each has its own.
 
@@ -70,7 +73,7 @@ class Sim:
     def transfer(self, nbytes, to_ps, learner_free):
         """Arrival time of a message leaving now: the sender's link, then the receiver's."""
         a = self.a
-        wire = nbytes / (a.bandwidth_gbs * 1e9)
+        wire = nbytes / (a.bandwidth_gbs * 1e9) + a.message_us * 1e-6
         if to_ps:
             start = max(self.now, learner_free)
             start = max(start, self.ps_in_free)  # the PS's incoming link takes one at a time
@@ -204,10 +207,13 @@ class Sim:
         self.at(arrive, self.got_weights, i, self.ts)
 
     # -- run ------------------------------------------------------------------------------------
+    def begin(self):
+        for i in range(self.a.learners):
+            self.at(self.rng.uniform(0, 1e-4), self.pull, i)
+
     def run(self):
         lam = self.a.learners
-        for i in range(lam):
-            self.at(self.rng.uniform(0, 1e-4), self.pull, i)
+        self.begin()
         while self.events and self.updates < self.a.updates:
             t, _, fn, args = heapq.heappop(self.events)
             self.now = t
@@ -225,6 +231,8 @@ class Sim:
             "overlap_ratio": sum(self.compute_s) / (lam * self.now) if self.now else 0.0,
             "ps_in_gbs": self.bytes_in / self.now / 1e9 if self.now else 0.0,
             "ps_out_gbs": self.bytes_out / self.now / 1e9 if self.now else 0.0,
+            "ps_mb_per_update": (self.bytes_in + self.bytes_out) / self.updates / 1e6 if self.updates else 0.0,
+            "topology": self.a.topology,
         }
 
 
@@ -233,13 +241,22 @@ def parse(argv=None):
     p.add_argument("--learners", type=int, required=True, help="lambda")
     p.add_argument("--protocol", choices=["hardsync", "softsync", "async"], default="softsync")
     p.add_argument("--n", type=int, default=1, help="n of n-softsync")
-    p.add_argument("--mode", choices=["base", "overlap"], default="base")
+    p.add_argument("--mode", choices=["base", "overlap"], default="base",
+                   help="base: wait for each pull; overlap: compute while pulling (adv* always overlaps)")
+    p.add_argument("--topology", choices=["base", "adv", "adv*"], default="base",
+                   help="one PS; a tree of leaf PSs (adv); and a broadcast tree of the weights (adv*): trees.py")
+    p.add_argument("--learners-per-node", type=int, default=4, help="adv, adv*: learners below each leaf PS")
+    p.add_argument("--broadcast-fan-out", type=int, default=2, help="adv*: children of each sender in the broadcast")
+    p.add_argument("--node-latency-us", type=float, default=1.0, help="adv, adv*: a learner's message to its leaf PS")
+    p.add_argument("--node-bandwidth-gbs", type=float, default=20.0, help="adv, adv*: the node's link to its leaf PS")
     p.add_argument("--compute-ms", type=float, required=True, help="one mini-batch's forward and backward, alone on its cores")
     p.add_argument("--compute-cv", type=float, default=0.1, help="its coefficient of variation (0: constant)")
     p.add_argument("--model-bytes", type=float, required=True, help="a gradient's (and the weights') bytes")
     p.add_argument("--request-bytes", type=float, default=64, help="a pull request's and an empty reply's bytes")
     p.add_argument("--latency-us", type=float, default=5.0, help="one message's latency")
     p.add_argument("--bandwidth-gbs", type=float, default=10.0, help="each link's bandwidth, GB/s")
+    p.add_argument("--message-us", type=float, default=0.0,
+                   help="what a message holds the PS's link for beyond its bytes (0 on dedicated cores)")
     p.add_argument("--grad-ms", type=float, default=0.0, help="the PS's cost of taking one gradient")
     p.add_argument("--update-ms", type=float, default=0.0, help="the PS's cost of one update (the solver's step)")
     p.add_argument("--request-us", type=float, default=2.0, help="the PS's cost of answering a pull")
@@ -250,24 +267,34 @@ def parse(argv=None):
     a = p.parse_args(argv)
     if a.learners < 1 or a.n < 1 or a.n > a.learners:
         p.error("--learners must be >= 1 and --n in [1, learners]")
-    if a.compute_ms <= 0 or a.model_bytes <= 0 or a.bandwidth_gbs <= 0:
-        p.error("--compute-ms, --model-bytes and --bandwidth-gbs must be positive")
+    if a.compute_ms <= 0 or a.model_bytes <= 0 or a.bandwidth_gbs <= 0 or a.node_bandwidth_gbs <= 0:
+        p.error("--compute-ms, --model-bytes and the bandwidths must be positive")
+    if a.learners_per_node < 1 or a.broadcast_fan_out < 1:
+        p.error("--learners-per-node and --broadcast-fan-out must be >= 1")
     return a
 
 
+def make(a):
+    if a.topology == "base":
+        return Sim(a)
+    from trees import TreeSim  # trees.py builds on Sim
+    return TreeSim(a)
+
+
 def simulate(argv):
-    return Sim(parse(argv)).run()
+    return make(parse(argv)).run()
 
 
 def main():
     a = parse()
-    r = Sim(a).run()
+    r = make(a).run()
     if a.json:
         print(json.dumps(r))
         return 0
-    print(f"{r['protocol']}, {r['learners']} learners, {r['mode']}: {r['updates_per_s']:.1f} updates/s, "
+    print(f"{r['protocol']}, {r['learners']} learners, {r['topology']}, {r['mode']}: {r['updates_per_s']:.1f} updates/s, "
           f"{r['gradients_per_s']:.1f} gradients/s, staleness mean {r['staleness_mean']:.2f} max {r['staleness_max']}, "
-          f"overlap {r['overlap_ratio']:.3f}, PS link in {r['ps_in_gbs']:.2f} / out {r['ps_out_gbs']:.2f} GB/s")
+          f"overlap {r['overlap_ratio']:.3f}, PS link in {r['ps_in_gbs']:.2f} / out {r['ps_out_gbs']:.2f} GB/s, "
+          f"{r['ps_mb_per_update']:.2f} MB per update at the PS")
     shown = " ".join(f"{s}:{c}" for s, c in enumerate(r["histogram"]) if c)
     print(f"  staleness histogram sigma:count  {shown}")
     return 0

@@ -2,7 +2,8 @@
 """The simulator against cases whose answers are known without it: constant compute times and
 free communication (hardsync's rate is one update per compute time; async's staleness is
 lambda - 1; cores shared halve the rate), then the costs it adds (a slow link, the PS's update
-cost) moving the figures the way they must. Run by ctest (simulate_test)."""
+cost) moving the figures the way they must; the trees' leaf PSs and broadcast doing what they
+are for. Run by ctest (simulate_test)."""
 import os
 import sys
 import unittest
@@ -54,6 +55,66 @@ class Known(unittest.TestCase):
         over = simulate(slow + ["--mode", "overlap"])
         self.assertGreater(over["overlap_ratio"], base["overlap_ratio"] + 0.1)
         self.assertGreater(over["staleness_mean"], base["staleness_mean"])
+
+
+class Trees(unittest.TestCase):
+    """adv and adv* (trees.py): what the leaf PSs and the broadcast tree must change, and not."""
+    COMM = ["--compute-ms", "10", "--compute-cv", "0.1", "--model-bytes", "1e6", "--latency-us", "5",
+            "--bandwidth-gbs", "10", "--updates", "300", "--learners", "16", "--learners-per-node", "4"]
+
+    def sim(self, topology, *protocol):
+        return simulate(self.COMM + ["--topology", topology] + list(protocol))
+
+    def test_hardsync_stays_exact_and_in_step(self):
+        for topology in ("adv", "adv*"):
+            r = simulate(["--learners", "8", "--protocol", "hardsync", "--topology", topology] + FREE)
+            self.assertEqual(r["staleness_max"], 0, topology)
+            self.assertAlmostEqual(r["updates_per_s"], 100.0, delta=2.0)
+
+    def test_leaf_servers_cut_the_root_traffic(self):
+        # 1-softsync, 4 learners per leaf: the root takes 4 sums and sends 4 weights per update,
+        # where the base PS takes 16 gradients and sends 16 replies.
+        base = self.sim("base", "--protocol", "softsync", "--n", "1")
+        adv = self.sim("adv", "--protocol", "softsync", "--n", "1")
+        self.assertAlmostEqual(base["ps_mb_per_update"] / adv["ps_mb_per_update"], 4.0, delta=0.6)
+        self.assertLess(adv["staleness_mean"], 2.0)
+
+    def test_every_gradient_goes_up_alone_when_each_is_an_update(self):
+        r = self.sim("adv", "--protocol", "softsync", "--n", "16")
+        # In: one gradient per update; out: the newest weights to each of the 4 leaves whose pull
+        # waits (a leaf still pulling after the last version gets the next one only).
+        self.assertAlmostEqual(r["ps_in_gbs"] * 1e3 / r["updates_per_s"], 1.0, delta=0.02)
+        self.assertTrue(2.0 < r["ps_mb_per_update"] - 1.0 <= 4.01, r["ps_mb_per_update"])
+
+    def test_broadcast_tree_overlaps_and_sends_fan_out_copies(self):
+        slow = ["--compute-ms", "10", "--compute-cv", "0", "--model-bytes", "4e6", "--bandwidth-gbs", "2",
+                "--latency-us", "0", "--updates", "300", "--learners", "8", "--protocol", "softsync", "--n", "1"]
+        base = simulate(slow)
+        star = simulate(slow + ["--topology", "adv*", "--learners-per-node", "4"])
+        self.assertGreater(star["overlap_ratio"], 0.99)
+        self.assertLess(base["overlap_ratio"], 0.9)
+        # The root sends each version to its 2 broadcast children, and takes 2 sums per update.
+        self.assertAlmostEqual(star["ps_mb_per_update"], 4 * 4.0, delta=1.0)
+
+
+class Figure7(unittest.TestCase):
+    def test_speedups_of_a_small_sweep(self):
+        import subprocess
+        here = os.path.dirname(os.path.abspath(__file__))
+        out = subprocess.run([sys.executable, os.path.join(here, "figure7.py"), "--compute-ms", "4=1,128=20",
+                              "--model-bytes", "1e6", "--bandwidth-gbs", "1", "--lambdas", "1,4,16",
+                              "--topologies", "base,adv", "--learners-per-node", "4", "--gradients", "300"],
+                             capture_output=True, text=True, timeout=300)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        rows = {tuple(c.strip() for c in line.split("|")[1:4]): line for line in out.stdout.splitlines()
+                if line.startswith("| 4 ") or line.startswith("| 128 ")}
+        self.assertEqual(len(rows), 12)  # 2 mu x 2 topologies x 3 protocols
+        # At mu 128 one learner is the baseline itself; at mu 4 the links (1 ms per model against
+        # 1 ms of compute) hold base lambda-softsync below 16 / 20 * 4 of 16 learners' speed-up.
+        cells = rows[("128", "base", "hardsync")].split("|")
+        self.assertAlmostEqual(float(cells[4]), 1.0, delta=0.02)
+        lam16 = float(rows[("4", "base", "λ-softsync")].split("|")[6])
+        self.assertLess(lam16, 16 * 4 / 20 * 0.9)
 
 
 class Costs(unittest.TestCase):
