@@ -112,4 +112,26 @@ python3 "$src/tools/sweep/sweep.py" plot "$work/sweep" >"$work/plot.log" 2>&1 &&
   [ -s "$work/sweep/figures/error_vs_mulambda.png" ] && pass || { fail "sweep array: the figures"; cat "$work/plot.log"; }
 if sweep_array again; then pass; else fail "sweep array again: exit $?"; fi
 [ "$(cat "$work"/again-*.out | grep -c 'is done')" = 4 ] && pass || { fail "sweep array again: every task done already"; cat "$work"/again-*.out; }
+
+# A grid with a warm start, in stages as rudra-sweep.sbatch shows: one hardsync epoch, then two
+# runs that go on from its final model, an array that waits for the first (afterok).
+cat >"$work/warm-grid.txt" <<GRID
+solver: $solver
+all: --data $data --batch 16
+[first] --learners 2 --protocol hardsync --epochs 1
+--learners 2 --protocol softsync --n 1 --epochs 2 --warm-start @first
+--learners 2 --protocol softsync --n 1 --mode overlap --epochs 2 --warm-start @first
+GRID
+stages=$(python3 "$src/tools/sweep/sweep.py" list --stages "$work/warm-grid.txt" | tr '\n' ' ')
+[ "$stages" = "0 1,2 " ] && pass || fail "warm sweep: stages '0 1,2', got '$stages'"
+prev=
+for tasks in $stages; do
+  prev=$(RUDRA="$rudra" RUDRA_SOURCE="$src" OMP_NUM_THREADS=1 timeout 30 sbatch --parsable ${prev:+--dependency=afterok:$prev} \
+    --array="$tasks" --ntasks=4 --overcommit --output="$work/warm-%a.out" "$src/tools/slurm/rudra-sweep.sbatch" \
+    "$work/warm-grid.txt" "$work/warm")
+done
+for _ in $(seq 600); do [ "$(ls "$work"/warm/*/final.rudra 2>/dev/null | wc -l)" = 3 ] && break; sleep 0.5; done
+[ "$(ls "$work"/warm/*/final.rudra 2>/dev/null | wc -l)" = 3 ] && pass || { fail "warm sweep: 3 runs with final.rudra"; tail -5 "$work"/warm-*.out; }
+[ "$(grep -l '"warm_start":".*first_learners_2_protocol_hardsync.*final.rudra"' "$work"/warm/*/metrics.jsonl | wc -l)" = 2 ] &&
+  pass || fail "warm sweep: stage 2's runs start from stage 1's final model"
 finish

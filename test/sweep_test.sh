@@ -60,6 +60,31 @@ timeout 120 "${sweep[@]}" run resume.txt resumed --rudra "$rudra" >resume2.log 2
 [ "$(grep '"event":"epoch"' resumed/*/metrics.jsonl | grep -o '"epoch":[0-9]*' | sed 's/.*://' | tr '\n' ' ')" = "1 2 3 4 " ] && pass ||
   { fail "resume: epochs 1-4 once each"; cat resumed/*/metrics.jsonl; }
 
+# A warm start (the paper's Figure 8): a labelled run's final model starts a later run, which
+# waits for it (a stage later under Slurm) and whose clock goes on from it when collected.
+printf '%s\n' "solver: $solver" "all: --data data --batch 16 --seed 3" \
+  "[first] --learners 2 --protocol hardsync --epochs 1" \
+  "--learners 2 --protocol softsync --n 1 --epochs 2 --warm-start @first" >warm.txt
+[ "$("${sweep[@]}" list --stages warm.txt | tr '\n' ' ')" = "0 1 " ] && pass || fail "list --stages: 0, then 1"
+"${sweep[@]}" command warm.txt warm --index 1 >warm0.log 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q 'run 1 warm-starts from run 0 (\[first\]' warm0.log && pass ||
+  { fail "command: a run whose source is not done is refused, exit $rc"; cat warm0.log; }
+if timeout 300 "${sweep[@]}" run warm.txt warm --rudra "$rudra" >warm1.log 2>&1; then pass
+else fail "warm sweep: exit $?"; cat warm1.log; fi
+dep=$(ls -d warm/learners_2_protocol_softsync_*warm-start* 2>/dev/null | head -1)
+first=$(ls -d warm/first_learners_2_protocol_hardsync_* 2>/dev/null | head -1)
+[ -n "$dep" ] && [ -n "$first" ] && grep -qF "\"warm_start_from\": \"$(basename "$first")\"" "$dep/manifest.json" &&
+  grep -qF "\"warm_start\":\"$work/$first/final.rudra\"" "$dep/metrics.jsonl" && pass ||
+  { fail "the dependent run starts from its source's final.rudra"; cat "$dep/manifest.json"; }
+[ "$(grep '"event":"epoch"' "$dep/metrics.jsonl" | grep -o '"epoch":[0-9]*' | tr '\n' ' ')" = '"epoch":2 ' ] && pass ||
+  fail "the dependent run trains epoch 2 only"
+timeout 60 "${sweep[@]}" collect warm >warmc.log 2>&1 && pass || { fail "collect warm: exit $?"; cat warmc.log; }
+awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+  $c["warm_start_from"] == "" { t0 = $c["elapsed_s"] } $c["warm_start_from"] != "" { t1 = $c["elapsed_s"] }
+  END { exit !(t0 > 0 && t1 > t0) }' warm/runs.csv && pass ||
+  { fail "collect: the warm-started run's time goes on from its source's"; cat warm/runs.csv; }
+
 # Collect: one row per run and epoch, the settings from each run's metrics.
 timeout 60 "${sweep[@]}" collect out >collect.log 2>&1 && pass || { fail "collect: exit $?"; cat collect.log; }
 [ "$(wc -l <out/runs.csv)" = 5 ] && pass || { fail "runs.csv: a header and 4 rows"; cat out/runs.csv; }
@@ -88,6 +113,8 @@ bad_grid "g.txt:2: -o is the sweep's to set" "--learners 2 -o here"
 bad_grid "g.txt:3: the same run as line 2" "--learners 2" "--learners 2"
 bad_grid "g.txt:2: --learners needs a positive number, got 'two'" "--learners two"
 bad_grid "g.txt:2: a run line holds \`rudra dist\` options" "learners 2"
+bad_grid "g.txt:2: --warm-start @w: no earlier line is labelled [w]" "--learners 2 --warm-start @w" "[w] --learners 3"
+bad_grid "g.txt:3: the label [w] is already line 2's" "[w] --learners 2" "[w] --learners 3"
 printf '%s\n' "solver: $solver" "--learners 2" >g.txt
 "${sweep[@]}" run g.txt out --index 7 >g.log 2>&1
 grep -q -- "--index 7: the grid has runs 0 to 0" g.log && pass || fail "--index out of range"

@@ -6,6 +6,10 @@ updates per second and mean staleness side by side, as a Markdown table.
   python3 bench/simulate/validate.py OUT --compute-ms 9.5 --cores 2 --latency-us 1000 \\
       --bandwidth-gbs 5 --model-bytes 334000 [--update-ms 0.1] [--grad-ms 0.05]
 
+--message-us takes one value, or RANKS=US pairs (6=300,32=2500): the cost of a message at the PS
+measured by bench/src/pingpong_bench under the load of that many ranks; a run takes the pair of
+its own rank count (learners + 2), or the nearest.
+
 Measured updates per second: the last epoch line's updates over its elapsed seconds (set-up
 excluded: the PS's clock starts with training); measured staleness: the run's staleness.json.
 """
@@ -24,9 +28,17 @@ def main():
     p.add_argument("out", help="a sweep's folder, collected (runs.csv)")
     for name, default in (("compute-ms", None), ("model-bytes", None), ("cores", "0"), ("latency-us", "5"),
                           ("bandwidth-gbs", "10"), ("update-ms", "0"), ("grad-ms", "0"), ("request-us", "2"),
-                          ("compute-cv", "0.1"), ("updates", "3000")):
+                          ("compute-cv", "0.1"), ("updates", "3000"), ("message-us", "0")):
         p.add_argument("--" + name, required=default is None, default=default)
     a = p.parse_args()
+    try:
+        by_ranks = {int(k): float(v) for k, v in (x.split("=") for x in a.message_us.split(","))} \
+            if "=" in a.message_us else {0: float(a.message_us)}
+    except ValueError:
+        p.error("--message-us takes a number or RANKS=US pairs")
+
+    def message_us(ranks):
+        return by_ranks[min(by_ranks, key=lambda k: abs(k - ranks))]
     rows = list(csv.DictReader(open(os.path.join(a.out, "runs.csv"))))
     last = {}
     for r in rows:
@@ -50,7 +62,8 @@ def main():
         stale_path = os.path.join(a.out, r["run"], "staleness.json")
         measured_stale = json.load(open(stale_path))["mean"] if os.path.exists(stale_path) else float(r["staleness_mean"])
         measured_rate = float(r["updates"]) / float(r["elapsed_s"])
-        s = simulate(["--learners", r["learners"]] + args + costs)
+        s = simulate(["--learners", r["learners"], "--message-us", str(message_us(int(r["learners"]) + 2))]
+                     + args + costs)
         ratio = s["updates_per_s"] / measured_rate
         diff = (s["staleness_mean"] - measured_stale) / measured_stale if measured_stale > 0 else 0.0
         worst_rate = max(worst_rate, abs(ratio - 1))

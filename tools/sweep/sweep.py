@@ -10,6 +10,11 @@ topologies, whose leaf servers are ranks too). Two kinds of line set what every 
     --learners 4 --protocol hardsync --batch 32
     --learners 4 --protocol softsync --n 1 --batch 32 --seed 2
 
+A run may start from another's final model (the paper's warm start): label the source line
+`[NAME] --learners ...` and give the other `--warm-start @NAME`; the source must come first. A
+run whose source has not finished waits for it: `sweep.py run` skips it (the same command goes
+on with it later), and under Slurm each stage is an array of its own (`list --stages`).
+
 Blank lines and lines starting with # are skipped. Relative paths of the solver and of the
 options that name files (--data, --warm-start, --timeline, --node-data-dir, --auto-cache) are
 taken from the directory the sweep is started in.
@@ -20,7 +25,8 @@ kept), with manifest.json: the grid line, the full command, the rank count. A ru
 holds final.rudra is done and skipped; one with a checkpoint goes on with --resume. So a sweep
 stopped at any point is started again with the same command.
 
-  sweep.py list GRID                 the runs, numbered from 0 (a job array's task ids)
+  sweep.py list GRID [--stages]      the runs, numbered from 0 (a job array's task ids); with
+                                     --stages, their numbers by stage (warm starts after sources)
   sweep.py run GRID OUT [--index I]  every run not done (or run I), one after another
   sweep.py command GRID OUT --index I
                                      write run I's manifest; print its rank count, folder and
@@ -57,7 +63,7 @@ def parse_grid(path):
             lines = f.read().splitlines()
     except OSError as e:
         raise GridError(f"{path}: {e.strerror}")
-    solver, shared, runs = None, [], []
+    solver, shared, runs, labels = None, [], [], {}
     for number, raw in enumerate(lines, 1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -73,6 +79,15 @@ def parse_grid(path):
             tokens = shlex.split(line)
         except ValueError as e:
             raise GridError(f"{where}: {e}")
+        label = None
+        m = re.match(r"\[([A-Za-z0-9_.-]+)\]$", tokens[0])
+        if m:
+            label = m.group(1)
+            tokens = tokens[1:]
+            if label in labels:
+                raise GridError(f"{where}: the label [{label}] is already line {labels[label]['number']}'s")
+            if not tokens:
+                raise GridError(f"{where}: [{label}] names no run (options follow the label)")
         if not tokens[0].startswith("-"):
             raise GridError(f"{where}: a run line holds `rudra dist` options (starting with -), "
                             f"or 'solver:' or 'all:', got '{tokens[0]}'")
@@ -105,12 +120,22 @@ def parse_grid(path):
                             f"(give --ranks alone for a topology with leaf servers)")
         if solver is None:
             raise GridError(f"{where}: no 'solver:' line before the first run")
-        runs.append({"line": line, "number": number, "solver": solver, "options": shared + options,
-                     "ranks": ranks if ranks is not None else learners + 2})
+        run = {"line": line, "number": number, "solver": solver, "options": shared + options,
+               "ranks": ranks if ranks is not None else learners + 2, "label": label, "after": None}
+        source = warm_start_source(run["options"])
+        if source is not None:
+            if source not in labels:
+                raise GridError(f"{where}: --warm-start @{source}: no earlier line is labelled [{source}] "
+                                f"(a run can start only from one above it)")
+            run["after"] = labels[source]
+        if label:
+            labels[label] = run
+        runs.append(run)
     if not runs:
         raise GridError(f"{path}: no runs (one line of `rudra dist` options per run)")
-    for r in runs:
-        r["name"] = run_name(r)
+    for i, r in enumerate(runs):
+        r["index"] = i
+        r["name"] = run_name(r)  # in grid order: a source's name is there before its dependents'
     names = {}
     for r in runs:
         if r["name"] in names:
@@ -122,10 +147,43 @@ def parse_grid(path):
 def run_name(run):
     """Readable and stable: the line's own options, then a hash of everything the run depends on."""
     own = shlex.split(run["line"])
-    slug = "_".join(t.lstrip("-") for t in own)
+    slug = "_".join(t.strip("[]").lstrip("-") for t in own)
     slug = re.sub(r"[^A-Za-z0-9.=_+-]+", "-", slug).strip("-")[:80]
-    digest = hashlib.sha1(json.dumps([run["solver"], run["options"], run["ranks"]]).encode()).hexdigest()[:8]
+    hashed = [run["solver"], run["options"], run["ranks"]]
+    if run["after"] is not None:
+        hashed.append(run["after"]["name"])  # a changed source makes a new run of its dependents
+    digest = hashlib.sha1(json.dumps(hashed).encode()).hexdigest()[:8]
     return f"{slug}-{digest}"
+
+
+def warm_start_source(options):
+    """The label in `--warm-start @LABEL` (another run's final model), or None."""
+    for i, t in enumerate(options):
+        key, eq, value = t.partition("=")
+        if key == "--warm-start":
+            value = value if eq else (options[i + 1] if i + 1 < len(options) else "")
+            return value[1:] if value.startswith("@") else None
+    return None
+
+
+def resolve_warm_start(options, run, out):
+    """`--warm-start @LABEL` made the source run's final.rudra in the sweep's folder OUT."""
+    if run["after"] is None:
+        return options
+    model = os.path.join(os.path.abspath(out), run["after"]["name"], "final.rudra")
+    resolved = []
+    for i, t in enumerate(options):
+        if t.startswith("--warm-start=@"):
+            t = "--warm-start=" + model
+        elif t.startswith("@") and i > 0 and options[i - 1] == "--warm-start":
+            t = model
+        resolved.append(t)
+    return resolved
+
+
+def stage(run):
+    """0 for a run that needs no other; one more than its source's for one that warm-starts."""
+    return 0 if run["after"] is None else stage(run["after"]) + 1
 
 
 # `rudra dist` options that name files or folders.
@@ -159,14 +217,25 @@ def dist_arguments(run, folder):
     """`rudra dist` arguments of a run, as a fresh run takes them. One that stopped goes on with
     --resume FOLDER in front (its options must agree with the checkpoint's; --epochs may raise
     the total): sweep.py run adds it, rudra-dist.sbatch does it by itself."""
-    options, solver = absolute_paths(run["options"], run["solver"])
+    options = resolve_warm_start(run["options"], run, os.path.dirname(folder))
+    options, solver = absolute_paths(options, run["solver"])
     return [solver] + options + ["-o", folder]
+
+
+def source_not_done(run, out):
+    """Why a run cannot start yet (its warm start's source has no final model), or None."""
+    src = run["after"]
+    if src is None or state(os.path.join(out, src["name"])) == "done":
+        return None
+    return (f"run {run['index']} warm-starts from run {src['index']} ([{src['label']}], {src['name']}), "
+            f"which has not finished")
 
 
 def write_manifest(run, folder, args):
     manifest = {"name": run["name"], "grid_line": run["line"], "ranks": run["ranks"],
                 "solver": os.path.abspath(run["solver"]), "options": run["options"],
-                "arguments": args, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "arguments": args, "warm_start_from": run["after"]["name"] if run["after"] else None,
+                "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "host": os.uname().nodename, "slurm_job": os.environ.get("SLURM_JOB_ID")}
     os.makedirs(folder, exist_ok=True)
     tmp = os.path.join(folder, "manifest.json.tmp")
@@ -185,14 +254,28 @@ def pick(runs, index):
 
 
 def cmd_list(a):
-    for i, r in enumerate(parse_grid(a.grid)):
-        print(f"{i}\t{r['ranks']} ranks\t{r['name']}")
+    runs = parse_grid(a.grid)
+    if a.stages:
+        # One line per stage, as an sbatch --array list: stage k's runs start from stage k-1's.
+        by_stage = {}
+        for r in runs:
+            by_stage.setdefault(stage(r), []).append(str(r["index"]))
+        for k in sorted(by_stage):
+            print(",".join(by_stage[k]))
+        return
+    for i, r in enumerate(runs):
+        after = f"\tafter {r['after']['index']}" if r["after"] is not None else ""
+        print(f"{i}\t{r['ranks']} ranks\t{r['name']}{after}")
 
 
 def cmd_command(a):
     runs = parse_grid(a.grid)
     (_, run), = pick(runs, a.index)
     folder = os.path.join(os.path.abspath(a.out), run["name"])
+    why = source_not_done(run, a.out)
+    if why and state(folder) == "new":
+        raise GridError(f"{why}: submit the stages one after another (sweep.py list --stages; "
+                        f"tools/slurm/rudra-sweep.sbatch shows how)")
     args = dist_arguments(run, folder)
     write_manifest(run, folder, args)
     print(run["ranks"])
@@ -211,6 +294,11 @@ def cmd_run(a):
     for k, (i, run) in enumerate(todo, 1):
         folder = os.path.join(os.path.abspath(a.out), run["name"])
         resume = state(folder) == "resume"
+        why = source_not_done(run, a.out)
+        if why and not resume:
+            failed += 1
+            print(f"sweep: [{k}/{len(todo)}] run {i} skipped: {why}", flush=True)
+            continue
         args = (["--resume", folder] if resume else []) + dist_arguments(run, folder)
         write_manifest(run, folder, args)
         launch = shlex.split(a.launcher) + ["-n", str(run["ranks"]), rudra, "dist"] + args
@@ -238,7 +326,7 @@ def cmd_run(a):
 # Every column of runs.csv: the run's settings (from its metrics' start line and manifest), then
 # the epoch line's figures.
 SETTINGS = ["run", "protocol", "n", "learners", "batch", "mu_lambda", "mode", "topology", "lr_modulation",
-            "base_lr", "momentum", "seed", "epochs_planned", "train_images"]
+            "base_lr", "momentum", "seed", "epochs_planned", "train_images", "warm_start_from"]
 FIGURES = ["epoch", "elapsed_s", "updates", "samples", "test_accuracy", "test_error", "test_loss", "train_loss",
            "staleness_mean", "staleness_max", "images_per_s", "overlap_ratio", "spread"]
 
@@ -288,7 +376,8 @@ def cmd_collect(a):
                     "mode": s.get("mode", ""), "topology": (s.get("layout") or {}).get("topology", "base"),
                     "lr_modulation": s.get("lr_modulation", ""), "base_lr": s.get("base_lr", ""),
                     "momentum": s.get("momentum", ""), "seed": option_value(manifest["options"], "--seed"),
-                    "epochs_planned": s.get("epochs", ""), "train_images": s.get("train_images", "")}
+                    "epochs_planned": s.get("epochs", ""), "train_images": s.get("train_images", ""),
+                    "warm_start_from": manifest.get("warm_start_from") or ""}
         seen = set()
         for e in events:
             if e.get("event") != "epoch" or e.get("epoch") in seen:
@@ -310,6 +399,21 @@ def cmd_collect(a):
                 if count:
                     hist.append({"run": d, "protocol": st.get("protocol", settings["protocol"]),
                                  "learners": learners, "n": settings["n"], "sigma": sigma, "count": count})
+    # A warm-started run's clock goes on from its source's: its elapsed_s counts the source's
+    # training too, so that error against time compares whole trainings (the paper's Figure 8).
+    last_elapsed = {}
+    for r in rows:
+        last_elapsed[r["run"]] = max(last_elapsed.get(r["run"], 0.0), float(r["elapsed_s"] or 0.0))
+
+    def offset(run, seen=()):
+        src = next((r["warm_start_from"] for r in rows if r["run"] == run), "")
+        if not src or src in seen or src not in last_elapsed:
+            return 0.0
+        return last_elapsed[src] + offset(src, seen + (run,))
+    shifts = {name: offset(name) for name in last_elapsed}
+    for r in rows:
+        if shifts[r["run"]] and r["elapsed_s"] != "":
+            r["elapsed_s"] = round(float(r["elapsed_s"]) + shifts[r["run"]], 3)
     for path, cols, data in ((out_csv, SETTINGS + FIGURES, rows),
                              (stale_csv, ["run", "protocol", "learners", "n", "sigma", "count"], hist)):
         tmp = path + ".tmp"
@@ -344,6 +448,8 @@ def main():
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("list", help="the runs of a grid file, numbered")
     s.add_argument("grid")
+    s.add_argument("--stages", action="store_true",
+                   help="print the runs' numbers by stage, one line each (warm starts come a stage later)")
     s.set_defaults(fn=cmd_list)
     for name, fn, text in (("run", cmd_run, "run every run not done, one after another"),
                            ("command", cmd_command, "print one run's rank count, folder and arguments")):
