@@ -21,7 +21,8 @@ The model, as `rudra dist` does it (dist/learner.cpp, dist/parameter_server.cpp)
   its own. message_us is what a message costs beyond its bytes while it holds the PS: on an
   oversubscribed node, the other rank's wake-up from its wait policy's sleep.
 - `cores`: when set, the learners and the PS share that many cores (processor sharing), as on
-  one oversubscribed node; unset, each has its own.
+  one oversubscribed node, each computation slowed by crowding_cost for every rank beyond the
+  cores (context switches, caches refilled, the waiting ranks' polls); unset, each has its own.
 
   simulate.py --learners 30 --protocol softsync --n 1 --compute-ms 12 --model-bytes 334000 \\
       --latency-us 5 --bandwidth-gbs 10 --updates 3000 [--json]
@@ -95,7 +96,17 @@ class Sim:
         self.schedule_jobs()
 
     def rate(self):
-        return min(1.0, self.a.cores / len(self.jobs)) if self.jobs else 1.0
+        if not self.jobs:
+            return 1.0
+        return min(1.0, self.a.cores / len(self.jobs)) / self.crowding
+
+    @property
+    def crowding(self):
+        """How much slower every computation runs for the ranks beyond the cores (switches
+        between them, caches refilled, the waiting ranks' polls): 1 + cost * (ranks - cores)."""
+        a = self.a
+        ranks = a.learners + 2 + (len(getattr(self, "relays", ())))
+        return 1.0 + a.crowding_cost * max(0.0, ranks - a.cores)
 
     def advance_jobs(self):
         r = self.rate()
@@ -159,7 +170,7 @@ class Sim:
         self.push_free[i] = left
         self.at(arrive, self.ps_message, ("grad", i, ts))
         if self.a.mode == "base":
-            self.pull(i)
+            self.at(left, self.pull, i)  # a blocking send: the pull follows once the bytes have left
         elif not self.pending_pull[i]:
             self.start_compute(i)
 
@@ -261,6 +272,8 @@ def parse(argv=None):
     p.add_argument("--update-ms", type=float, default=0.0, help="the PS's cost of one update (the solver's step)")
     p.add_argument("--request-us", type=float, default=2.0, help="the PS's cost of answering a pull")
     p.add_argument("--cores", type=float, default=0, help="cores the learners and the PS share (0: one each)")
+    p.add_argument("--crowding-cost", type=float, default=0.0,
+                   help="with --cores: each rank beyond the cores slows every computation by this fraction")
     p.add_argument("--updates", type=int, default=2000, help="simulate until this many updates")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--json", action="store_true", help="print the result as one JSON line")

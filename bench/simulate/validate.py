@@ -6,9 +6,9 @@ updates per second and mean staleness side by side, as a Markdown table.
   python3 bench/simulate/validate.py OUT --compute-ms 9.5 --cores 2 --latency-us 1000 \\
       --bandwidth-gbs 5 --model-bytes 334000 [--update-ms 0.1] [--grad-ms 0.05]
 
---message-us takes one value, or RANKS=US pairs (6=300,32=2500): the cost of a message at the PS
-measured by bench/src/pingpong_bench under the load of that many ranks; a run takes the pair of
-its own rank count (learners + 2), or the nearest.
+--latency-us and --message-us take one value, or RANKS=US pairs (6=3500,32=8000): a message's
+costs measured by bench/src/pingpong_bench under the load of that many ranks; a run takes the
+pair of its own rank count (learners + 2), or the nearest.
 
 Measured updates per second: the last epoch line's updates over its elapsed seconds (set-up
 excluded: the PS's clock starts with training); measured staleness: the run's staleness.json.
@@ -28,25 +28,27 @@ def main():
     p.add_argument("out", help="a sweep's folder, collected (runs.csv)")
     for name, default in (("compute-ms", None), ("model-bytes", None), ("cores", "0"), ("latency-us", "5"),
                           ("bandwidth-gbs", "10"), ("update-ms", "0"), ("grad-ms", "0"), ("request-us", "2"),
-                          ("compute-cv", "0.1"), ("updates", "3000"), ("message-us", "0")):
+                          ("compute-cv", "0.1"), ("updates", "3000"), ("message-us", "0"),
+                          ("crowding-cost", "0")):
         p.add_argument("--" + name, required=default is None, default=default)
     a = p.parse_args()
-    try:
-        by_ranks = {int(k): float(v) for k, v in (x.split("=") for x in a.message_us.split(","))} \
-            if "=" in a.message_us else {0: float(a.message_us)}
-    except ValueError:
-        p.error("--message-us takes a number or RANKS=US pairs")
-
-    def message_us(ranks):
-        return by_ranks[min(by_ranks, key=lambda k: abs(k - ranks))]
+    def per_ranks(option, text):
+        try:
+            pairs = {int(k): float(v) for k, v in (x.split("=") for x in text.split(","))} \
+                if "=" in text else {0: float(text)}
+        except ValueError:
+            p.error(f"{option} takes a number or RANKS=US pairs")
+        return lambda ranks: pairs[min(pairs, key=lambda k: abs(k - ranks))]
+    message_us = per_ranks("--message-us", a.message_us)
+    latency_us = per_ranks("--latency-us", a.latency_us)
     rows = list(csv.DictReader(open(os.path.join(a.out, "runs.csv"))))
     last = {}
     for r in rows:
         if r["run"] not in last or int(r["epoch"]) > int(last[r["run"]]["epoch"]):
             last[r["run"]] = r
     costs = ["--compute-ms", a.compute_ms, "--model-bytes", a.model_bytes, "--cores", a.cores,
-             "--latency-us", a.latency_us, "--bandwidth-gbs", a.bandwidth_gbs, "--update-ms", a.update_ms,
-             "--grad-ms", a.grad_ms, "--request-us", a.request_us, "--compute-cv", a.compute_cv,
+             "--bandwidth-gbs", a.bandwidth_gbs, "--update-ms", a.update_ms,
+             "--grad-ms", a.grad_ms, "--crowding-cost", a.crowding_cost, "--request-us", a.request_us, "--compute-cv", a.compute_cv,
              "--updates", a.updates]
     print("| protocol | lambda | updates/s measured | simulated | ratio | mean staleness measured | simulated | difference |")
     print("|---|---|---|---|---|---|---|---|")
@@ -62,8 +64,9 @@ def main():
         stale_path = os.path.join(a.out, r["run"], "staleness.json")
         measured_stale = json.load(open(stale_path))["mean"] if os.path.exists(stale_path) else float(r["staleness_mean"])
         measured_rate = float(r["updates"]) / float(r["elapsed_s"])
-        s = simulate(["--learners", r["learners"], "--message-us", str(message_us(int(r["learners"]) + 2))]
-                     + args + costs)
+        ranks = int(r["learners"]) + 2
+        s = simulate(["--learners", r["learners"], "--message-us", str(message_us(ranks)),
+                      "--latency-us", str(latency_us(ranks))] + args + costs)
         ratio = s["updates_per_s"] / measured_rate
         diff = (s["staleness_mean"] - measured_stale) / measured_stale if measured_stale > 0 else 0.0
         worst_rate = max(worst_rate, abs(ratio - 1))
