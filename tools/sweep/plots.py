@@ -42,12 +42,29 @@ def number(x):
 
 
 def labels(runs):
-    """run -> legend text from the settings that differ between runs."""
+    """run -> legend text from the settings that differ between runs (base mode and topology go
+    without saying); a run that others warm-start from says so."""
     varied = [(k, p) for k, p in LABEL_KEYS if len({r.get(k, "") for r in runs.values()}) > 1]
     if not varied:
         varied = LABEL_KEYS[:1]
-    return {name: " ".join(f"{p}{r.get(k, '')}" for k, p in varied if r.get(k, "") != "") or name
-            for name, r in runs.items()}
+    sources = {r.get("warm_start_from", "") for r in runs.values()}
+    out = {}
+    for name, r in runs.items():
+        text = " ".join(f"{p}{r.get(k, '')}" for k, p in varied
+                        if r.get(k, "") != "" and not (k in ("mode", "topology") and r.get(k) == "base"))
+        out[name] = (text or name) + (" (warm start)" if name in sources else "")
+    return out
+
+
+def panel_key(run, runs):
+    """Runs of one warm start share a panel (the source and what goes on from it, as in the
+    paper's Figure 8); the others are grouped by learner count."""
+    r = runs[run]
+    while r.get("warm_start_from") in runs:
+        run, r = r["warm_start_from"], runs[r["warm_start_from"]]
+    if any(x.get("warm_start_from") == run for x in runs.values()):
+        return (0, run)
+    return (1, number(r.get("learners", "")))
 
 
 def grid_of(count):
@@ -67,17 +84,20 @@ def panels_by_learners(rows, x, y, ylabel, xlabel, title, path):
     text = labels(runs)
     groups = defaultdict(list)
     for name in series:
-        groups[runs[name].get("learners", "")].append(name)
-    keys = sorted(groups, key=number)
+        groups[panel_key(name, runs)].append(name)
+    keys = sorted(groups, key=lambda k: (k[0], str(k[1]) if k[0] == 0 else k[1]))
     nr, nc = grid_of(len(keys))
     fig, axes = plt.subplots(nr, nc, figsize=(5.2 * nc, 3.8 * nr), squeeze=False)
-    for ax, lam in zip(axes.flat, keys):
+    for ax, key in zip(axes.flat, keys):
         if x == "epoch":
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        for name in sorted(groups[lam], key=lambda n: text[n]):
+        for name in sorted(groups[key], key=lambda n: text[n]):
             pts = sorted(series[name])
+            source = runs[name].get("warm_start_from", "")
+            if source in series:  # the line goes on from where its warm start ended
+                pts = [max(series[source])] + pts
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3, label=text[name])
-        ax.set_title(f"λ = {lam} learners")
+        ax.set_title(f"warm start: {text[key[1]]}" if key[0] == 0 else f"λ = {key[1]:g} learners")
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
@@ -171,7 +191,7 @@ def draw(out, figures):
     jobs = [
         ("error_vs_time.png", lambda p: panels_by_learners(
             rows, "elapsed_s", "test_error", "test error", "training time (s)",
-            "Test error against training time (Figures 5 and 6)", p)),
+            "Test error against training time (Figures 5, 6 and 8)", p)),
         ("accuracy_vs_epoch.png", lambda p: panels_by_learners(
             rows, "epoch", "test_accuracy", "test accuracy", "epoch",
             "Test accuracy against epochs (Figure 4)", p)),
