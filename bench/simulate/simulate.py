@@ -186,10 +186,26 @@ class Sim:
             return
         self.ps_busy = True
         msg = self.ps_queue.popleft()
-        cost = self.a.request_us * 1e-6 if msg[0] == "pull" else self.a.grad_ms * 1e-3
-        if msg[0] == "grad" and len(self.bucket) + 1 >= self.per_update:
+        self.run_on_cores(("ps",), self.message_cost(msg), self.ps_done, msg)
+
+    def message_cost(self, msg):
+        """The PS's time for a message: a pull's answer, or adding gradients (and the update they
+        complete)."""
+        if msg[0] not in ("grad", "sum"):
+            return self.a.request_us * 1e-6
+        gradients = 1 if msg[0] == "grad" else len(msg[2])
+        cost = self.a.grad_ms * 1e-3
+        if len(self.bucket) + gradients >= self.per_update:
             cost += self.a.update_ms * 1e-3
-        self.run_on_cores(("ps",), cost, self.ps_done, msg)
+        return cost
+
+    def apply_update(self):
+        """The bucket's gradients make an update: their staleness is counted, the clock moves."""
+        for g in self.bucket:
+            self.stale[self.ts - g] += 1
+        self.bucket = []
+        self.ts += 1
+        self.updates += 1
 
     def ps_done(self, msg):
         if msg[0] == "pull":
@@ -202,11 +218,7 @@ class Sim:
             _, i, ts = msg
             self.bucket.append(ts)
             if len(self.bucket) >= self.per_update:
-                for g in self.bucket:
-                    self.stale[self.ts - g] += 1
-                self.bucket = []
-                self.ts += 1
-                self.updates += 1
+                self.apply_update()
                 waiting, self.deferred = self.deferred, []
                 for j in waiting:
                     self.reply(j)

@@ -150,20 +150,7 @@ class TreeSim(Sim):
             arrive, _ = self.node_send(self.a.model_bytes, relay, False)
             self.at(arrive, self.got_weights, i, relay.ts)
 
-    # -- the root -------------------------------------------------------------------------------
-    def ps_next(self):
-        if not self.ps_queue:
-            self.ps_busy = False
-            return
-        self.ps_busy = True
-        msg = self.ps_queue.popleft()
-        cost = self.a.request_us * 1e-6
-        if msg[0] == "sum":
-            cost = self.a.grad_ms * 1e-3
-            if len(self.bucket) + len(msg[2]) >= self.per_update:
-                cost += self.a.update_ms * 1e-3
-        self.run_on_cores(("ps",), cost, self.ps_done, msg)
-
+    # -- the root (Sim's ps_next, with sums and the leaves' pulls) ------------------------------
     def ps_done(self, msg):
         if msg[0] == "rpull":
             relay = msg[1]
@@ -174,11 +161,7 @@ class TreeSim(Sim):
         else:
             self.bucket.extend(msg[2])
             if len(self.bucket) >= self.per_update:
-                for g in self.bucket:
-                    self.stale[self.ts - g] += 1
-                self.bucket = []
-                self.ts += 1
-                self.updates += 1
+                self.apply_update()
                 if self.star:
                     self.pending[-1] = self.ts
                     self.broadcast(-1)
