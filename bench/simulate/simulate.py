@@ -12,7 +12,8 @@ The model, as `rudra dist` does it (dist/learner.cpp, dist/parameter_server.cpp)
   mode computes on the newest weights it holds while the next pull is on its way.
 - After computing, a learner pushes its gradient with the timestamp it was computed from. One
   push is in flight at a time: a learner whose previous push has not left waits for it.
-- The PS takes one message at a time: a gradient costs `grad_s` (adding it), an update
+- The PS takes one message at a time, and sends its replies itself (it takes the next message
+  once they have left its link): a gradient costs `grad_s` (adding it), an update
   `update_s` (the solver's step) once floor(lambda/n) gradients are in (hardsync: all lambda of
   the current timestamp; async: every gradient). Staleness: the PS's timestamp when it applies a
   gradient minus the gradient's.
@@ -170,7 +171,7 @@ class Sim:
         self.push_free[i] = left
         self.at(arrive, self.ps_message, ("grad", i, ts))
         if self.a.mode == "base":
-            self.at(left, self.pull, i)  # a blocking send: the pull follows once the bytes have left
+            self.pull(i)  # the pull thread asks at once, while the push thread sends
         elif not self.pending_pull[i]:
             self.start_compute(i)
 
@@ -208,12 +209,13 @@ class Sim:
         self.updates += 1
 
     def ps_done(self, msg):
+        sent = self.now
         if msg[0] == "pull":
             i = msg[1]
             if self.a.protocol == "hardsync" and self.have[i] >= self.ts:
                 self.deferred.append(i)
             else:
-                self.reply(i)
+                sent = self.reply(i)
         else:
             _, i, ts = msg
             self.bucket.append(ts)
@@ -221,13 +223,22 @@ class Sim:
                 self.apply_update()
                 waiting, self.deferred = self.deferred, []
                 for j in waiting:
-                    self.reply(j)
-        self.ps_next()
+                    sent = self.reply(j)
+        self.ps_next_after(sent)
+
+    def ps_next_after(self, sent):
+        """The PS sends its replies itself, blocking: it takes the next message once they have left."""
+        if sent > self.now:
+            self.at(sent, self.ps_next)
+        else:
+            self.ps_next()
 
     def reply(self, i):
+        """Answers learner i's pull (the weights if newer); returns when the answer has left."""
         newer = self.ts > self.have[i]
-        arrive, _ = self.transfer(self.a.model_bytes if newer else self.a.request_bytes, False, 0.0)
+        arrive, left = self.transfer(self.a.model_bytes if newer else self.a.request_bytes, False, 0.0)
         self.at(arrive, self.got_weights, i, self.ts)
+        return left
 
     # -- run ------------------------------------------------------------------------------------
     def begin(self):
