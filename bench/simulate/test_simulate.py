@@ -130,6 +130,21 @@ class Costs(unittest.TestCase):
         r = simulate(["--learners", "16", "--protocol", "async", "--update-ms", "2"] + FREE)
         self.assertLessEqual(r["updates_per_s"], 500.0 * 1.01)
 
+    def test_crowding_slows_every_computation(self):
+        # 4 learners and the PS on 2 cores: 6 ranks, 4 beyond the cores, each costing 10%.
+        plain = run("--learners", "4", "--protocol", "hardsync", "--cores", "2")
+        crowded = run("--learners", "4", "--protocol", "hardsync", "--cores", "2", "--crowding-cost", "0.1")
+        self.assertAlmostEqual(plain["updates_per_s"] / crowded["updates_per_s"], 1.4, delta=0.02)
+
+    def test_the_ps_sends_its_replies_itself(self):
+        # Async, a 1 MB model on 1 GB/s links: each link alone carries 1,000 models a second, and
+        # the update costs 1 ms. The PS sends each reply itself, so a gradient holds it for its
+        # update and its reply, 2 ms: 500 gradients a second, not the 1,000 of either part.
+        r = simulate(["--learners", "16", "--protocol", "async", "--compute-ms", "10", "--compute-cv", "0",
+                      "--model-bytes", "1e6", "--bandwidth-gbs", "1", "--latency-us", "0", "--update-ms", "1",
+                      "--updates", "2000"])
+        self.assertAlmostEqual(r["gradients_per_s"], 500, delta=15)
+
     def test_bad_options(self):
         with self.assertRaises(SystemExit):
             simulate(["--learners", "4", "--n", "5", "--compute-ms", "1", "--model-bytes", "1"])
