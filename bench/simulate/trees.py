@@ -152,28 +152,30 @@ class TreeSim(Sim):
 
     # -- the root (Sim's ps_next, with sums and the leaves' pulls) ------------------------------
     def ps_done(self, msg):
+        sent = self.now
         if msg[0] == "rpull":
             relay = msg[1]
             if self.ts > relay.ts:
-                self.reply_relay(relay)
+                sent = self.reply_relay(relay)
             else:
                 self.root_waiting.append(relay)
         else:
             self.bucket.extend(msg[2])
             if len(self.bucket) >= self.per_update:
                 self.apply_update()
-                if self.star:
+                if self.star:  # a thread of its own sends down the broadcast tree
                     self.pending[-1] = self.ts
                     self.broadcast(-1)
                 else:
                     waiting, self.root_waiting = self.root_waiting, []
                     for relay in waiting:
-                        self.reply_relay(relay)
-        self.ps_next()
+                        sent = self.reply_relay(relay)
+        self.ps_next_after(sent)  # the leaves' pulls are answered as a learner's are: blocking
 
     def reply_relay(self, relay):
-        arrive, _ = self.transfer(self.a.model_bytes, False, 0.0)
+        arrive, left = self.transfer(self.a.model_bytes, False, 0.0)
         self.at(arrive, self.relay_got_weights, relay, self.ts)
+        return left
 
     # -- adv*'s broadcast tree ------------------------------------------------------------------
     def children(self, sender):
