@@ -22,14 +22,13 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from simulate import simulate  # noqa: E402
 
-PROTOCOLS = (("hardsync", ["--protocol", "hardsync"]), ("1-softsync", ["--protocol", "softsync", "--n", "1"]),
-             ("λ-softsync", None))
+PROTOCOLS = ("hardsync", "1-softsync", "λ-softsync")
 
 
 def protocol_args(name, lam):
-    if name == "λ-softsync":
-        return ["--protocol", "softsync", "--n", str(lam)]
-    return dict(PROTOCOLS)[name]
+    if name == "hardsync":
+        return ["--protocol", "hardsync"]
+    return ["--protocol", "softsync", "--n", "1" if name == "1-softsync" else str(lam)]
 
 
 def updates_for(name, lam, gradients):
@@ -76,7 +75,7 @@ def main():
     points = []
     for mu in sorted(a.compute):
         for topology in topologies:
-            for name, _ in PROTOCOLS:
+            for name in PROTOCOLS:
                 for lam in lambdas:
                     if topology != "base" and lam < 2:
                         continue
@@ -98,7 +97,7 @@ def main():
     print("|---|---|---|" + "---|" * (len(lambdas) + 1))
     for mu in sorted(a.compute):
         for topology in topologies:
-            for name, _ in PROTOCOLS:
+            for name in PROTOCOLS:
                 row = {pt["learners"]: pt["speedup"] for pt in points
                        if pt["mu"] == mu and pt["topology"] == topology and pt["protocol"] == name}
                 if not row:

@@ -66,6 +66,9 @@ class Sim:
         self.jobs = {}
         self.jobs_at = 0.0
         self.job_event = None
+        # How much slower every computation runs for the ranks beyond the cores (switches between
+        # them, caches refilled, the waiting ranks' polls): 1 + cost * (ranks - cores).
+        self.crowding = 1.0 + a.crowding_cost * max(0.0, self.ranks() - a.cores)
 
     # -- events ---------------------------------------------------------------------------------
     def at(self, t, fn, *args):
@@ -101,13 +104,9 @@ class Sim:
             return 1.0
         return min(1.0, self.a.cores / len(self.jobs)) / self.crowding
 
-    @property
-    def crowding(self):
-        """How much slower every computation runs for the ranks beyond the cores (switches
-        between them, caches refilled, the waiting ranks' polls): 1 + cost * (ranks - cores)."""
-        a = self.a
-        ranks = a.learners + 2 + (len(getattr(self, "relays", ())))
-        return 1.0 + a.crowding_cost * max(0.0, ranks - a.cores)
+    def ranks(self):
+        """The run's ranks: the learners, the PS and the statistics server (trees add leaf PSs)."""
+        return self.a.learners + 2
 
     def advance_jobs(self):
         r = self.rate()

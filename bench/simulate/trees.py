@@ -17,6 +17,8 @@ builds them (dist/topology.h, dist/relay_server.h, dist/weight_broadcast.h):
   compute without waiting, on the newest weights they hold; hardsync learners wait for the
   version after the one their last gradient was computed from.
 """
+from collections import deque
+
 from simulate import Sim
 
 
@@ -30,11 +32,14 @@ class Relay:
         self.up_free = 0.0           # its own link toward the root
         self.in_free = self.out_free = 0.0  # its node link, each way
         self.deferred = []           # hardsync learners waiting for a newer version
-        self.queue = []
+        self.queue = deque()
         self.busy = False
 
 
 class TreeSim(Sim):
+    def ranks(self):
+        return super().ranks() + -(-self.a.learners // self.a.learners_per_node)  # a leaf PS per node
+
     def __init__(self, a):
         super().__init__(a)
         lam, g = a.learners, a.learners_per_node
@@ -104,7 +109,7 @@ class TreeSim(Sim):
             relay.busy = False
             return
         relay.busy = True
-        msg = relay.queue.pop(0)
+        msg = relay.queue.popleft()
         cost = self.a.request_us * 1e-6 if msg[0] == "pull" else self.a.grad_ms * 1e-3
         self.run_on_cores(("relay", id(relay)), cost, self.relay_done, relay, msg)
 
@@ -209,7 +214,7 @@ class TreeSim(Sim):
         if version <= self.have[i]:
             return
         self.have[i] = version
-        if any(True for _ in self.children(i)):
+        if self.children(i):
             self.pending[i] = version
             self.broadcast(i)
         if self.waiting_version[i] is not None and version >= self.waiting_version[i]:

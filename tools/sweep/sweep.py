@@ -401,12 +401,13 @@ def cmd_collect(a):
                                  "learners": learners, "n": settings["n"], "sigma": sigma, "count": count})
     # A warm-started run's clock goes on from its source's: its elapsed_s counts the source's
     # training too, so that error against time compares whole trainings (the paper's Figure 8).
-    last_elapsed = {}
+    last_elapsed, source_of = {}, {}
     for r in rows:
         last_elapsed[r["run"]] = max(last_elapsed.get(r["run"], 0.0), float(r["elapsed_s"] or 0.0))
+        source_of[r["run"]] = r["warm_start_from"]
 
     def offset(run, seen=()):
-        src = next((r["warm_start_from"] for r in rows if r["run"] == run), "")
+        src = source_of.get(run, "")
         if not src or src in seen or src not in last_elapsed:
             return 0.0
         return last_elapsed[src] + offset(src, seen + (run,))
