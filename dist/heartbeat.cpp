@@ -1,5 +1,6 @@
 #include "dist/heartbeat.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -78,22 +79,33 @@ double Heartbeat::silent_s(int rank) const {
 void Heartbeat::stop_notifying(int rank) { notify_[rank] = false; }
 
 void Heartbeat::run() {
-    const auto interval = std::chrono::duration<double>(config_.interval_s);
+    const auto interval = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(config_.interval_s));
+    // Heartbeats are received (and the watched rank checked) several times per interval, apart
+    // from the sends: a send to a dead peer may take its whole time limit, and when receiving
+    // waited for the sends, the beats of live ranks were recorded up to an interval late. With a
+    // 1 s interval and a 3 s timeout, that made a live rank look silent for 3 s right after
+    // another rank was killed, and the wrong rank was named lost.
+    const auto poll = std::min<Clock::duration>(interval / 10, std::chrono::milliseconds(100));
     std::vector<char> buf;
     bool reported = false;
+    auto next_send = Clock::now();
     std::unique_lock<std::mutex> lock(mu_);
     while (!stop_) {
         lock.unlock();
-        // An empty message goes eagerly: its send completes even when the peer is gone. Should
-        // it not within a tick, it is left posted and the next tick tries again.
-        const auto tick_end = Clock::now() + std::chrono::duration_cast<Clock::duration>(interval);
-        for (int r = 0; r < t_.size(); ++r) {
-            if (!notify_[r]) continue;
-            try {
-                t_.send_while(r, kHeartbeat, nullptr, 0, until(tick_end));
-                ++sent_[r];  // posted: delivered to a live peer, even if not complete yet
-            } catch (const PeerError&) {
-                notify_[r] = false;  // gone: its silence tells the watchers
+        const auto poll_end = Clock::now() + poll;
+        if (Clock::now() >= next_send) {
+            next_send += interval;
+            if (next_send < Clock::now()) next_send = Clock::now() + interval;  // after a long stall
+            // An empty message goes eagerly: its send completes even when the peer is gone. Should
+            // it not within a poll, it is left posted and the next interval tries again.
+            for (int r = 0; r < t_.size(); ++r) {
+                if (!notify_[r]) continue;
+                try {
+                    t_.send_while(r, kHeartbeat, nullptr, 0, until(poll_end));
+                    ++sent_[r];  // posted: delivered to a live peer, even if not complete yet
+                } catch (const PeerError&) {
+                    notify_[r] = false;  // gone: its silence tells the watchers
+                }
             }
         }
         // Every heartbeat waiting for this rank (a tagged probe never takes another message).
@@ -110,7 +122,7 @@ void Heartbeat::run() {
             }
         }
         lock.lock();
-        cv_.wait_until(lock, tick_end, [&] { return stop_; });
+        cv_.wait_until(lock, poll_end, [&] { return stop_; });
     }
 }
 

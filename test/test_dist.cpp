@@ -564,3 +564,62 @@ TEST_CASE("barrier: no rank passes before all have arrived; the wait policy foll
     CHECK(WaitPolicy::for_load(4, 4, 16).sleep_us == 20);
     CHECK(WaitPolicy::for_load(5, 4, 16).sleep_us == 2000);
 }
+
+namespace {
+
+// A transport on which sends to `dead` never complete, as MPICH's to a killed rank: each waits
+// until its time limit and gives up.
+class DeadPeerTransport final : public Transport {
+public:
+    DeadPeerTransport(InProcessHub& hub, int rank, int dead) : inner_(hub, rank), dead_(dead) {}
+    int rank() const override { return inner_.rank(); }
+    int size() const override { return inner_.size(); }
+    bool send_while(int dest, int tag, const void* data, size_t bytes, const KeepWaiting& keep_waiting) override {
+        if (dest != dead_) return inner_.send_while(dest, tag, data, bytes, keep_waiting);
+        while (!keep_waiting || keep_waiting()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        return false;
+    }
+    std::optional<Envelope> recv_while(int source, int tag, std::vector<char>& buf, const KeepWaiting& keep_waiting,
+                                       const std::function<bool(int)>& sender_alive) override {
+        return inner_.recv_while(source, tag, buf, keep_waiting, sender_alive);
+    }
+    bool barrier_while(const KeepWaiting& keep_waiting) override { return inner_.barrier_while(keep_waiting); }
+
+private:
+    InProcessTransport inner_;
+    int dead_;
+};
+
+}  // namespace
+
+TEST_CASE("heartbeat: a live rank is heard at once while the sends to a dead rank hang") {
+    // Rank 0 beats every 2 s to ranks 1 and 2; rank 2 is dead, so each of rank 0's sends to it
+    // hangs until its limit. A beat of rank 1 must still be recorded within a fraction of the
+    // interval: when rank 0 received only after its sends, it was recorded up to 2 s late, and a
+    // live rank looked as silent as the dead one.
+    InProcessHub hub(3);
+    DeadPeerTransport t0(hub, 0, 2);
+    HeartbeatConfig c;
+    c.notify = {1, 2};
+    c.interval_s = 2.0;
+    Heartbeat hb(t0, c);
+    InProcessTransport t1(hub, 1);
+    using Clock = std::chrono::steady_clock;
+    for (int beat = 0; beat < 3; ++beat) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(700));
+        REQUIRE(hb.silent_s(1) > 0.6);  // nothing from rank 1 since the last beat
+        t1.send(0, kHeartbeat, nullptr, 0);
+        const auto sent = Clock::now();
+        while (hb.silent_s(1) > 0.5 && Clock::now() - sent < std::chrono::seconds(3))
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        const double took = std::chrono::duration<double>(Clock::now() - sent).count();
+        CAPTURE(beat);
+        CHECK(took < 0.5);
+    }
+    CHECK(hb.silent_s(2) > 2.0);  // rank 2 never beats
+    // Rank 0's own beats reached rank 1 (the hanging sends to rank 2 did not stop them).
+    std::vector<char> buf;
+    int beats_at_1 = 0;
+    while (t1.recv_while(0, kHeartbeat, buf, [] { return false; })) ++beats_at_1;
+    CHECK(beats_at_1 >= 1);
+}

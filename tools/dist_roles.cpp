@@ -61,14 +61,16 @@ double easgd_beta(const DistOptions& o, int learners) { return o.beta > 0 ? o.be
 namespace {
 
 // Rank 0 of a decentralized run hears every rank's heartbeats (the others watch rank 0 alone):
-// the first rank silent longer than `timeout`, or -1.
+// of the ranks silent longer than `timeout`, the one silent longest (a killed rank fell silent
+// first), or -1.
 std::function<dist::SilentPeer()> silent_peer(dist::Heartbeat& heartbeat, int size, double timeout) {
     return [&heartbeat, size, timeout] {
+        dist::SilentPeer lost;
         for (int r = 1; r < size; ++r) {
             const double silent = heartbeat.silent_s(r);
-            if (silent > timeout) return dist::SilentPeer{r, silent};
+            if (silent > timeout && silent > lost.silent_s) lost = dist::SilentPeer{r, silent};
         }
-        return dist::SilentPeer{};
+        return lost;
     };
 }
 
