@@ -19,7 +19,8 @@ The model, as `rudra dist` does it (dist/learner.cpp, dist/parameter_server.cpp)
   gradient minus the gradient's.
 - A message of B bytes takes latency + message_us + B / bandwidth; the PS's link carries one
   message at a time each way (latency overlaps, message_us and the bytes do not), a learner's
-  its own. message_us is what a message costs beyond its bytes while it holds the PS: on an
+  its own. message_us is what a message costs beyond its bytes while it holds the sender's link
+  (the PS's, and in the trees a leaf PS's node link and a forwarding learner's): on an
   oversubscribed node, the other rank's wake-up from its wait policy's sleep.
 - `cores`: when set, the learners and the PS share that many cores (processor sharing), as on
   one oversubscribed node, each computation slowed by crowding_cost for every rank beyond the
@@ -279,6 +280,10 @@ def parse(argv=None):
     p.add_argument("--topology", choices=["base", "adv", "adv*"], default="base",
                    help="one PS; a tree of leaf PSs (adv); and a broadcast tree of the weights (adv*): trees.py")
     p.add_argument("--learners-per-node", type=int, default=4, help="adv, adv*: learners below each leaf PS")
+    p.add_argument("--leaf-sizes", default="",
+                   help="adv, adv*: the learners below each leaf PS in order, e.g. 1,3,3 (as a run's layout "
+                        "has them: node 0 also holds the root and the statistics server); instead of "
+                        "--learners-per-node")
     p.add_argument("--broadcast-fan-out", type=int, default=2, help="adv*: children of each sender in the broadcast")
     p.add_argument("--node-latency-us", type=float, default=1.0, help="adv, adv*: a learner's message to its leaf PS")
     p.add_argument("--node-bandwidth-gbs", type=float, default=20.0, help="adv, adv*: the node's link to its leaf PS")
@@ -289,7 +294,7 @@ def parse(argv=None):
     p.add_argument("--latency-us", type=float, default=5.0, help="one message's latency")
     p.add_argument("--bandwidth-gbs", type=float, default=10.0, help="each link's bandwidth, GB/s")
     p.add_argument("--message-us", type=float, default=0.0,
-                   help="what a message holds the PS's link for beyond its bytes (0 on dedicated cores)")
+                   help="what a message holds its sender's link for beyond its bytes (0 on dedicated cores)")
     p.add_argument("--grad-ms", type=float, default=0.0, help="the PS's cost of taking one gradient")
     p.add_argument("--update-ms", type=float, default=0.0, help="the PS's cost of one update (the solver's step)")
     p.add_argument("--request-us", type=float, default=2.0, help="the PS's cost of answering a pull")
@@ -306,7 +311,22 @@ def parse(argv=None):
         p.error("--compute-ms, --model-bytes and the bandwidths must be positive")
     if a.learners_per_node < 1 or a.broadcast_fan_out < 1:
         p.error("--learners-per-node and --broadcast-fan-out must be >= 1")
+    a.leaves = leaf_sizes(a, p.error)
     return a
+
+
+def leaf_sizes(a, error):
+    """The learners below each leaf PS: --leaf-sizes, or --learners-per-node to a node."""
+    if not a.leaf_sizes:
+        g = a.learners_per_node
+        return [min(g, a.learners - first) for first in range(0, a.learners, g)]
+    try:
+        sizes = [int(x) for x in a.leaf_sizes.split(",")]
+    except ValueError:
+        sizes = []
+    if not sizes or min(sizes) < 1 or sum(sizes) != a.learners:
+        error(f"--leaf-sizes must be positive counts adding up to --learners ({a.learners}), got '{a.leaf_sizes}'")
+    return sizes
 
 
 def make(a):

@@ -79,6 +79,14 @@ class Trees(unittest.TestCase):
         self.assertAlmostEqual(base["ps_mb_per_update"] / adv["ps_mb_per_update"], 4.0, delta=0.6)
         self.assertLess(adv["staleness_mean"], 2.0)
 
+    def test_leaf_sizes_as_a_runs_layout(self):
+        # Leaves of 1, 7 and 8 learners (node 0 also holds the root and the statistics server):
+        # 3 sums in and 3 weights out per update, where 4 leaves of 4 move 8 models.
+        uneven = simulate(self.COMM + ["--topology", "adv", "--leaf-sizes", "1,7,8", "--protocol", "softsync"])
+        self.assertAlmostEqual(uneven["ps_mb_per_update"], 6.0, delta=0.9)
+        with self.assertRaises(SystemExit):  # 15 learners for 16
+            simulate(self.COMM + ["--topology", "adv", "--leaf-sizes", "1,7,7"])
+
     def test_every_gradient_goes_up_alone_when_each_is_an_update(self):
         r = self.sim("adv", "--protocol", "softsync", "--n", "16")
         # In: one gradient per update; out: the newest weights to each of the 4 leaves whose pull

@@ -1,7 +1,7 @@
 """Rudra-adv and Rudra-adv* in the discrete-event model of simulate.py, as `rudra dist --topology`
 builds them (dist/topology.h, dist/relay_server.h, dist/weight_broadcast.h):
 
-- Learners sit on nodes of `learners_per_node`, each node with a leaf PS (a relay). A learner
+- Learners sit on nodes of `learners_per_node` (or `--leaf-sizes`), each node with a leaf PS (a relay). A learner
   pushes its gradient to its relay over the node's link (node latency and bandwidth; the relay
   takes one message at a time each way). The relay adds it (grad_ms of its own core) to a sum;
   once the sum holds the relay's share of an update (c * its learners / lambda, at least 1) and
@@ -38,16 +38,17 @@ class Relay:
 
 class TreeSim(Sim):
     def ranks(self):
-        return super().ranks() + -(-self.a.learners // self.a.learners_per_node)  # a leaf PS per node
+        return super().ranks() + len(self.a.leaves)  # a leaf PS per node
 
     def __init__(self, a):
         super().__init__(a)
-        lam, g = a.learners, a.learners_per_node
+        lam = a.learners
         self.star = a.topology == "adv*"
-        self.relay_of = [i // g for i in range(lam)]
+        self.relay_of = []
         self.relays = []
-        for first in range(0, lam, g):
-            members = list(range(first, min(lam, first + g)))
+        for size in a.leaves:  # the learners below each leaf PS, in rank order
+            members = list(range(len(self.relay_of), len(self.relay_of) + size))
+            self.relay_of += [len(self.relays)] * size
             self.relays.append(Relay(members, max(1, self.per_update * len(members) // lam)))
         self.have = [0] * lam
         self.root_waiting = []       # adv: relays whose pull waits for a newer version
@@ -61,7 +62,7 @@ class TreeSim(Sim):
     def node_send(self, nbytes, relay, inbound, sender_free=0.0):
         """(arrival, when it left the sender) of a message between a learner and its relay."""
         a = self.a
-        wire = nbytes / (a.node_bandwidth_gbs * 1e9)
+        wire = nbytes / (a.node_bandwidth_gbs * 1e9) + a.message_us * 1e-6
         if inbound:
             start = max(self.now, sender_free, relay.in_free)
             relay.in_free = start + wire
@@ -201,7 +202,7 @@ class TreeSim(Sim):
                 arrive, left = self.transfer(a.model_bytes, False, 0.0)
             else:
                 start = max(self.now, self.link_free[sender])
-                left = self.link_free[sender] = start + a.model_bytes / (a.bandwidth_gbs * 1e9)
+                left = self.link_free[sender] = start + a.model_bytes / (a.bandwidth_gbs * 1e9) + a.message_us * 1e-6
                 arrive = left + a.latency_us * 1e-6
             self.at(arrive, self.got_version, child, version)
         self.at(left, self.broadcast_left, sender)

@@ -10,6 +10,10 @@ updates per second and mean staleness side by side, as a Markdown table.
 costs measured by bench/src/pingpong_bench under the load of that many ranks; a run takes the
 pair of its own rank count (learners + 2), or the nearest.
 
+Runs on the adv and adv* trees are simulated with the run's own layout (its start line in
+metrics.jsonl: the learners below each leaf PS, the broadcast's fan-out); every link of one
+machine costs the same, so the node links take --latency-us and --bandwidth-gbs too.
+
 Measured updates per second: the last epoch line's updates over its elapsed seconds (set-up
 excluded: the PS's clock starts with training); measured staleness: the run's staleness.json.
 """
@@ -21,6 +25,22 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from simulate import simulate  # noqa: E402
+
+
+def tree_layout(run_dir):
+    """(leaf sizes, broadcast fan-out, ranks) of a run on a tree, from its metrics' start line; None for base."""
+    path = os.path.join(run_dir, "metrics.jsonl")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        start = json.loads(f.readline() or "{}")
+    layout = start.get("layout") or {}
+    if layout.get("topology", "base") == "base":
+        return None
+    ranks = layout["ranks"]
+    leaves = [r["rank"] for r in ranks if r["role"] == "leaf parameter server"]
+    sizes = [sum(1 for r in ranks if r["role"] == "learner" and r.get("parent") == leaf) for leaf in leaves]
+    return [s for s in sizes if s > 0], layout.get("broadcast_fan_out", 2), len(ranks)
 
 
 def main():
@@ -50,11 +70,15 @@ def main():
              "--bandwidth-gbs", a.bandwidth_gbs, "--update-ms", a.update_ms,
              "--grad-ms", a.grad_ms, "--crowding-cost", a.crowding_cost, "--request-us", a.request_us, "--compute-cv", a.compute_cv,
              "--updates", a.updates]
-    print("| protocol | lambda | updates/s measured | simulated | ratio | mean staleness measured | simulated | difference |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| protocol | topology | lambda | updates/s measured | simulated | ratio | mean staleness measured | simulated | difference |")
+    print("|---|---|---|---|---|---|---|---|---|")
     worst_rate = worst_stale = 0.0
-    for r in sorted(last.values(), key=lambda r: (r["protocol"], int(r["learners"]))):
+    skipped = []
+    for r in sorted(last.values(), key=lambda r: (r["protocol"], r["topology"], int(r["learners"]))):
         proto = r["protocol"]
+        if proto in ("allreduce", "easgd") or proto.startswith("gossip"):
+            skipped.append(f"{r['run']} ({proto}: the simulator models the parameter-server protocols only)")
+            continue
         if proto == "hardsync":
             args = ["--protocol", "hardsync"]
         elif proto == "async":
@@ -65,15 +89,25 @@ def main():
         measured_stale = json.load(open(stale_path))["mean"] if os.path.exists(stale_path) else float(r["staleness_mean"])
         measured_rate = float(r["updates"]) / float(r["elapsed_s"])
         ranks = int(r["learners"]) + 2
+        tree = tree_layout(os.path.join(a.out, r["run"]))
+        if tree:
+            sizes, fan_out, ranks = tree
+            args += ["--topology", r["topology"], "--leaf-sizes", ",".join(map(str, sizes)),
+                     "--broadcast-fan-out", str(fan_out), "--node-latency-us", str(latency_us(ranks)),
+                     "--node-bandwidth-gbs", a.bandwidth_gbs]
+        if r.get("mode") == "overlap":
+            args += ["--mode", "overlap"]
         s = simulate(["--learners", r["learners"], "--message-us", str(message_us(ranks)),
                       "--latency-us", str(latency_us(ranks))] + args + costs)
         ratio = s["updates_per_s"] / measured_rate
         diff = (s["staleness_mean"] - measured_stale) / measured_stale if measured_stale > 0 else 0.0
         worst_rate = max(worst_rate, abs(ratio - 1))
         worst_stale = max(worst_stale, abs(diff))
-        print(f"| {proto} | {r['learners']} | {measured_rate:.1f} | {s['updates_per_s']:.1f} | {ratio:.2f} | "
+        print(f"| {proto} | {r['topology']} | {r['learners']} | {measured_rate:.1f} | {s['updates_per_s']:.1f} | {ratio:.2f} | "
               f"{measured_stale:.2f} | {s['staleness_mean']:.2f} | {100 * diff:+.0f}% |")
     print(f"\nlargest error: updates/s {100 * worst_rate:.0f}%, mean staleness {100 * worst_stale:.0f}%")
+    for line in skipped:
+        print(f"not simulated: {line}")
     return 0
 
 
