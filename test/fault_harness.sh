@@ -11,8 +11,8 @@ rank_pid() {
   [ -n "$pids" ] || return 0
   for f in $(grep -lzx "PMI_RANK=$1" $pids 2>/dev/null); do
     p=${f#/proc/}; p=${p%/environ}
-    read -r _ _ _ ppid rest <"/proc/$p/stat" 2>/dev/null || continue
-    read -r comm <"/proc/$ppid/comm" 2>/dev/null || continue
+    read -r _ _ _ ppid rest 2>/dev/null <"/proc/$p/stat" || continue
+    read -r comm 2>/dev/null <"/proc/$ppid/comm" || continue
     [ "$comm" = rudra ] && { echo "$p"; return 0; }
   done
 }
