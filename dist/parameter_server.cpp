@@ -76,7 +76,7 @@ bool ParameterServer::send_out(int rank, int tag) {
 void ParameterServer::reply(int rank, int64_t have_ts) {
     const int64_t ts = rule_.timestamp();
     const bool newer = ts > have_ts;
-    const Span span(config_.timeline, newer ? "reply with weights" : "reply: nothing newer");
+    const Span span(config_.timeline, newer ? "reply with weights" : "reply: nothing newer", Lane::Main, rank);
     ++(newer ? weight_replies_ : empty_replies_);
     pack(out_, WeightsReply{ts, newer ? 1 : 0, 0}, newer ? params_.values() : nullptr, newer ? params_.size() : 0);
     if (!send_out(rank, kWeightsReply)) check_peers();
@@ -328,7 +328,7 @@ void ParameterServer::take_gradient_sum(const Envelope& e, int index) {
         bundle_.push_back(BundledGradient{i, entry.ts});
     }
     const float* sum = reinterpret_cast<const float*>(in_.data() + sizeof(GradientSumHeader));
-    const Span span(config_.timeline, "gradient sum (and update)");
+    const Span span(config_.timeline, "gradient sum (and update)", Lane::Main, e.source);
     if (rule_.add_bundle(bundle_, sum)) after_update();
 }
 
@@ -364,7 +364,7 @@ void ParameterServer::handle_child(const Envelope& e, int index) {
                 throw std::runtime_error("PS: gradient of " + std::to_string(in_.size()) + " bytes from rank " +
                                          std::to_string(e.source) + " does not match the model");
             const float* grad = reinterpret_cast<const float*>(in_.data() + sizeof(GradientHeader));
-            const Span span(config_.timeline, "gradient (and update)");
+            const Span span(config_.timeline, "gradient (and update)", Lane::Main, e.source);
             if (rule_.add_gradient(learner_of_rank_[static_cast<size_t>(l.rank)], h.ts, grad)) after_update();
             break;
         }

@@ -32,13 +32,13 @@ Timeline::Timeline(int rank, std::string role, size_t max_spans)
     spans_.reserve(std::min<size_t>(max_spans_, 1 << 16));
 }
 
-void Timeline::add(const char* name, Lane lane, Clock::time_point begin, Clock::time_point end) {
+void Timeline::add(const char* name, Lane lane, Clock::time_point begin, Clock::time_point end, int peer) {
     std::lock_guard<std::mutex> lock(mu_);
     if (spans_.size() >= max_spans_) {
         ++dropped_;
         return;
     }
-    spans_.push_back(Span{name, lane, micros(begin), micros(end)});
+    spans_.push_back(Span{name, lane, peer, micros(begin), micros(end)});
 }
 
 int64_t Timeline::dropped() const {
@@ -65,9 +65,12 @@ std::string Timeline::events_json() const {
                                   {"args", {{"name", lane_name(static_cast<Lane>(lane))}}}}
                        .dump()
                 << "\n";
-    for (const Span& s : spans_)
+    for (const Span& s : spans_) {
         out << "{\"name\":\"" << s.name << "\",\"ph\":\"X\",\"pid\":" << rank_ << ",\"tid\":" << static_cast<int>(s.lane)
-            << ",\"ts\":" << s.begin_us << ",\"dur\":" << (s.end_us - s.begin_us) << "}\n";
+            << ",\"ts\":" << s.begin_us << ",\"dur\":" << (s.end_us - s.begin_us);
+        if (s.peer >= 0) out << ",\"args\":{\"peer\":" << s.peer << "}";
+        out << "}\n";
+    }
     if (dropped_ > 0)
         out << nlohmann::json{{"name", "spans dropped (timeline full)"}, {"ph", "i"}, {"s", "p"}, {"pid", rank_},
                               {"ts", spans_.empty() ? 0 : spans_.back().end_us}, {"args", {{"dropped", dropped_}}}}

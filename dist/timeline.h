@@ -20,7 +20,9 @@ public:
     using Clock = std::chrono::system_clock;  // comparable across processes (and, roughly, nodes)
     // `role` names the rank's row group ("rank 2: learner").
     Timeline(int rank, std::string role, size_t max_spans = 2'000'000);
-    void add(const char* name, Lane lane, Clock::time_point begin, Clock::time_point end);
+    // `peer`: the rank the span is about (a PS's reply to it, its gradient), shown as the event's
+    // args; -1 for none.
+    void add(const char* name, Lane lane, Clock::time_point begin, Clock::time_point end, int peer = -1);
     int64_t dropped() const;  // spans past max_spans, not kept
     // This rank's events, one JSON object per line (thread and process names first).
     std::string events_json() const;
@@ -29,6 +31,7 @@ private:
     struct Span {
         const char* name;  // a string literal
         Lane lane;
+        int peer;
         int64_t begin_us, end_us;
     };
     int rank_;
@@ -42,12 +45,12 @@ private:
 // Records [construction, destruction) on `timeline` when it is not null.
 class Span {
 public:
-    Span(Timeline* timeline, const char* name, Lane lane = Lane::Main)
-        : timeline_(timeline), name_(name), lane_(lane) {
+    Span(Timeline* timeline, const char* name, Lane lane = Lane::Main, int peer = -1)
+        : timeline_(timeline), name_(name), lane_(lane), peer_(peer) {
         if (timeline_) begin_ = Timeline::Clock::now();
     }
     ~Span() {
-        if (timeline_) timeline_->add(name_, lane_, begin_, Timeline::Clock::now());
+        if (timeline_) timeline_->add(name_, lane_, begin_, Timeline::Clock::now(), peer_);
     }
     Span(const Span&) = delete;
     Span& operator=(const Span&) = delete;
@@ -56,6 +59,7 @@ private:
     Timeline* timeline_;
     const char* name_;
     Lane lane_;
+    int peer_;
     Timeline::Clock::time_point begin_{};
 };
 

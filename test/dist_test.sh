@@ -55,7 +55,11 @@ perl -MJSON::PP -e '
   local $/; open(my $f, "<", $ARGV[0]) or die; my $t = decode_json(<$f>);
   my %n; for my $e (@{$t->{traceEvents}}) { $n{"$e->{pid} $e->{name}"}++ if $e->{ph} eq "X" }
   for my $k ("0 gradient (and update)", "1 test the epoch\x27s weights", "2 compute", "2 pull", "2 push", "5 compute") {
-    die "no \"$k\" spans\n" unless $n{$k} } ' "$work/overlap1.json" && [ -z "$(ls "$work"/overlap1.json.rank-* 2>/dev/null)" ] &&
+    die "no \"$k\" spans\n" unless $n{$k} }
+  # The PS names the learner of each gradient and reply (ranks 2-5).
+  for my $e (@{$t->{traceEvents}}) {
+    next unless $e->{ph} eq "X" && $e->{pid} == 0 && $e->{name} =~ /^(gradient|reply)/;
+    my $p = $e->{args}{peer} // -1; die "$e->{name}: peer $p\n" unless $p >= 2 && $p <= 5 } ' "$work/overlap1.json" && [ -z "$(ls "$work"/overlap1.json.rank-* 2>/dev/null)" ] &&
   grep -q 'timeline: .*overlap1.json (6 of 6 ranks' "$work/overlap1.log" && pass || fail "overlap1: the timeline"
 # `auto` is measured once for the learners: the first one measures and the others take its choices.
 run auto 5 --protocol async --conv-backend auto --auto-cache "$work/auto-cache.json"

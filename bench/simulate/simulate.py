@@ -22,6 +22,12 @@ The model, as `rudra dist` does it (dist/learner.cpp, dist/parameter_server.cpp)
   its own. message_us is what a message costs beyond its bytes while it holds the sender's link
   (the PS's, and in the trees a leaf PS's node link and a forwarding learner's): on an
   oversubscribed node, the other rank's wake-up from its wait policy's sleep.
+- request_lag_ms (base mode): on a node with more ranks than cores a learner's request, sent
+  as its gradient leaves, often reaches the PS only well after the gradient (a rank's messages to
+  another keep their order, and the request goes when the learner next gets a core); meanwhile
+  the PS takes other learners' gradients, which lowers the staleness of the learner's next one.
+  Set, the PS takes the request that long (exponential, on average) after the gradient, as
+  timeline_lags.py measures it from a run's --timeline; 0, the request goes with the gradient.
 - `cores`: when set, the learners and the PS share that many cores (processor sharing), as on
   one oversubscribed node, each computation slowed by crowding_cost for every rank beyond the
   cores (context switches, caches refilled, the waiting ranks' polls); unset, each has its own.
@@ -63,6 +69,10 @@ class Sim:
         self.started = [0.0] * lam  # when each learner's current gradient began
         self.compute_s = [0.0] * lam
         self.push_free = [0.0] * lam  # when each learner's previous push has left it
+        self.request_behind = [False] * lam  # a request waiting for the PS to take the gradient before it
+        self.taken = [None] * lam  # (time, gradients taken) when the PS took each learner's last gradient
+        self.gradients_taken = 0
+        self.lags = []  # (seconds, gradients) from a learner's gradient taken to its next request taken
         # Processor sharing (cores set): remaining work of each job on the cores.
         self.jobs = {}
         self.jobs_at = 0.0
@@ -171,7 +181,10 @@ class Sim:
         self.push_free[i] = left
         self.at(arrive, self.ps_message, ("grad", i, ts))
         if self.a.mode == "base":
-            self.pull(i)  # the pull thread asks at once, while the push thread sends
+            if self.a.request_lag_ms > 0:
+                self.request_behind[i] = True  # it reaches the PS after the gradient: see ps_done
+            else:
+                self.pull(i)  # the pull thread asks at once, while the push thread sends
         elif not self.pending_pull[i]:
             self.start_compute(i)
 
@@ -212,12 +225,25 @@ class Sim:
         sent = self.now
         if msg[0] == "pull":
             i = msg[1]
+            if self.taken[i] is not None:
+                t, g = self.taken[i]
+                self.lags.append((self.now - t, self.gradients_taken - g))
+                self.taken[i] = None
             if self.a.protocol == "hardsync" and self.have[i] >= self.ts:
                 self.deferred.append(i)
             else:
                 sent = self.reply(i)
         else:
             _, i, ts = msg
+            self.gradients_taken += 1
+            self.taken[i] = (self.now, self.gradients_taken)
+            if self.request_behind[i]:
+                # The request sent after this gradient: on an oversubscribed node it waits behind
+                # the gradient in the learner's queue to the PS and leaves when the learner next
+                # gets a core (measured from a run's --timeline by timeline_lags.py).
+                self.request_behind[i] = False
+                lag = self.rng.expovariate(1.0 / (self.a.request_lag_ms * 1e-3))
+                self.at(self.now + lag, self.ps_message, ("pull", i))
             self.bucket.append(ts)
             if len(self.bucket) >= self.per_update:
                 self.apply_update()
@@ -263,6 +289,8 @@ class Sim:
             "staleness_mean": mean, "staleness_max": width - 1,
             "histogram": [self.stale.get(s, 0) for s in range(width)],
             "overlap_ratio": sum(self.compute_s) / (lam * self.now) if self.now else 0.0,
+            "request_lag_ms": 1e3 * sum(t for t, _ in self.lags) / len(self.lags) if self.lags else 0.0,
+            "request_lag_gradients": sum(g for _, g in self.lags) / len(self.lags) if self.lags else 0.0,
             "ps_in_gbs": self.bytes_in / self.now / 1e9 if self.now else 0.0,
             "ps_out_gbs": self.bytes_out / self.now / 1e9 if self.now else 0.0,
             "ps_mb_per_update": (self.bytes_in + self.bytes_out) / self.updates / 1e6 if self.updates else 0.0,
@@ -295,6 +323,10 @@ def parse(argv=None):
     p.add_argument("--bandwidth-gbs", type=float, default=10.0, help="each link's bandwidth, GB/s")
     p.add_argument("--message-us", type=float, default=0.0,
                    help="what a message holds its sender's link for beyond its bytes (0 on dedicated cores)")
+    p.add_argument("--request-lag-ms", type=float, default=0.0,
+                   help="base mode: how long after the PS has taken a learner's gradient it takes the learner's next "
+                        "request, on average (exponential); 0: the request leaves with the gradient. On an "
+                        "oversubscribed node it waits behind the gradient: measure it with timeline_lags.py")
     p.add_argument("--grad-ms", type=float, default=0.0, help="the PS's cost of taking one gradient")
     p.add_argument("--update-ms", type=float, default=0.0, help="the PS's cost of one update (the solver's step)")
     p.add_argument("--request-us", type=float, default=2.0, help="the PS's cost of answering a pull")

@@ -10,6 +10,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from simulate import simulate  # noqa: E402
+import timeline_lags  # noqa: E402
 
 FREE = ["--compute-ms", "10", "--compute-cv", "0", "--model-bytes", "1", "--latency-us", "0",
         "--bandwidth-gbs", "1000", "--updates", "400"]
@@ -153,9 +154,53 @@ class Costs(unittest.TestCase):
                       "--updates", "2000"])
         self.assertAlmostEqual(r["gradients_per_s"], 500, delta=15)
 
+    def test_a_request_behind_its_gradient_lowers_the_staleness(self):
+        # Async, 8 learners: with the request at once, each gradient finds the other 7 before it.
+        # A request the PS takes a while after the learner's gradient is answered after some of
+        # the others' gradients, which the learner's next gradient then does not count.
+        plain = run("--learners", "8", "--protocol", "async")
+        late = run("--learners", "8", "--protocol", "async", "--request-lag-ms", "5")
+        self.assertEqual(plain["request_lag_gradients"], 0.0)
+        self.assertAlmostEqual(late["request_lag_ms"], 5.0, delta=0.75)
+        self.assertGreater(late["request_lag_gradients"], 1.0)
+        self.assertAlmostEqual(late["staleness_mean"], 7 - late["request_lag_gradients"], delta=0.3)
+
     def test_bad_options(self):
         with self.assertRaises(SystemExit):
             simulate(["--learners", "4", "--n", "5", "--compute-ms", "1", "--model-bytes", "1"])
+
+
+class TimelineLags(unittest.TestCase):
+    def timeline(self, spans):
+        import json
+        import tempfile
+        events = [{"name": "process_name", "ph": "M", "pid": p} for p in (0, 1, 2, 3)]
+        for name, peer, ts, dur in spans:
+            events.append({"name": name, "ph": "X", "pid": 0, "tid": 0, "ts": ts, "dur": dur, "args": {"peer": peer}})
+        f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+        json.dump({"traceEvents": events}, f)
+        f.close()
+        self.addCleanup(os.remove, f.name)
+        return f.name
+
+    def test_lags_from_the_ps_sequence(self):
+        # Learner 2's request after its gradient is answered 3 ms and one gradient (learner 3's)
+        # later; learner 3's overtook its gradient (answered before it: -1 ms, -1 gradient).
+        path = self.timeline([
+            ("reply with weights", 2, 0, 100), ("reply with weights", 3, 200, 100),
+            ("gradient (and update)", 2, 1000, 1000),
+            ("reply with weights", 3, 2500, 100),
+            ("gradient (and update)", 3, 3000, 500),
+            ("reply with weights", 2, 5000, 100)])
+        ranks, xs = timeline_lags.lags(path)
+        self.assertEqual(ranks, 4)
+        self.assertEqual(sorted(xs), [(-1.0, -1), (3.0, 1)])
+
+    def test_a_timeline_without_peers_is_refused(self):
+        path = self.timeline([])
+        with self.assertRaises(SystemExit) as e:
+            timeline_lags.lags(path)
+        self.assertIn("name no learner", str(e.exception))
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ updates per second and mean staleness side by side, as a Markdown table.
 
 --latency-us and --message-us take one value, or RANKS=US pairs (6=3500,32=8000): a message's
 costs measured by bench/src/pingpong_bench under the load of that many ranks; a run takes the
-pair of its own rank count (learners + 2), or the nearest.
+pair of its own rank count (learners + 2), or the nearest. --request-lag-ms takes RANKS=MS pairs
+too, as timeline_lags.py prints them from --timeline runs (Rudra-base runs only).
 
 Runs on the adv and adv* trees are simulated with the run's own layout (its start line in
 metrics.jsonl: the learners below each leaf PS, the broadcast's fan-out); every link of one
@@ -43,13 +44,32 @@ def tree_layout(run_dir):
     return [s for s in sizes if s > 0], layout.get("broadcast_fan_out", 2), len(ranks)
 
 
+def simulate_like(argv, run_updates, at_least):
+    """The run simulated at its own length (a one-epoch run of 13 updates starts with a round
+    at staleness 0 that a long simulation would not count), with seeds 1, 2, ... until at least
+    `at_least` updates in all; rates and staleness pooled over them."""
+    updates = seconds = gradients = stale_sum = overlap = 0.0
+    seed = 0
+    while updates < at_least:
+        seed += 1
+        s = simulate(argv + ["--updates", str(max(1, run_updates)), "--seed", str(seed)])
+        g = s["gradients_per_s"] * s["seconds"]
+        updates += s["updates"]
+        seconds += s["seconds"]
+        gradients += g
+        stale_sum += s["staleness_mean"] * g
+        overlap += s["overlap_ratio"]
+    return {"updates_per_s": updates / seconds, "staleness_mean": stale_sum / gradients if gradients else 0.0,
+            "overlap_ratio": overlap / seed}
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("out", help="a sweep's folder, collected (runs.csv)")
     for name, default in (("compute-ms", None), ("model-bytes", None), ("cores", "0"), ("latency-us", "5"),
                           ("bandwidth-gbs", "10"), ("update-ms", "0"), ("grad-ms", "0"), ("request-us", "2"),
                           ("compute-cv", "0.1"), ("updates", "3000"), ("message-us", "0"),
-                          ("crowding-cost", "0")):
+                          ("crowding-cost", "0"), ("request-lag-ms", "0")):
         p.add_argument("--" + name, required=default is None, default=default)
     a = p.parse_args()
     def per_ranks(option, text):
@@ -61,6 +81,7 @@ def main():
         return lambda ranks: pairs[min(pairs, key=lambda k: abs(k - ranks))]
     message_us = per_ranks("--message-us", a.message_us)
     latency_us = per_ranks("--latency-us", a.latency_us)
+    request_lag_ms = per_ranks("--request-lag-ms", a.request_lag_ms)
     rows = list(csv.DictReader(open(os.path.join(a.out, "runs.csv"))))
     last = {}
     for r in rows:
@@ -69,9 +90,10 @@ def main():
     costs = ["--compute-ms", a.compute_ms, "--model-bytes", a.model_bytes, "--cores", a.cores,
              "--bandwidth-gbs", a.bandwidth_gbs, "--update-ms", a.update_ms,
              "--grad-ms", a.grad_ms, "--crowding-cost", a.crowding_cost, "--request-us", a.request_us, "--compute-cv", a.compute_cv,
-             "--updates", a.updates]
-    print("| protocol | topology | lambda | updates/s measured | simulated | ratio | mean staleness measured | simulated | difference |")
-    print("|---|---|---|---|---|---|---|---|---|")
+             ]
+    print("| protocol | topology | lambda | updates/s measured | simulated | ratio | mean staleness measured | simulated "
+          "| difference | overlap measured | simulated |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     worst_rate = worst_stale = 0.0
     skipped = []
     for r in sorted(last.values(), key=lambda r: (r["protocol"], r["topology"], int(r["learners"]))):
@@ -88,6 +110,7 @@ def main():
         stale_path = os.path.join(a.out, r["run"], "staleness.json")
         measured_stale = json.load(open(stale_path))["mean"] if os.path.exists(stale_path) else float(r["staleness_mean"])
         measured_rate = float(r["updates"]) / float(r["elapsed_s"])
+        measured_overlap = float(r["overlap_ratio"]) if r.get("overlap_ratio") else float("nan")
         ranks = int(r["learners"]) + 2
         tree = tree_layout(os.path.join(a.out, r["run"]))
         if tree:
@@ -97,14 +120,17 @@ def main():
                      "--node-bandwidth-gbs", a.bandwidth_gbs]
         if r.get("mode") == "overlap":
             args += ["--mode", "overlap"]
-        s = simulate(["--learners", r["learners"], "--message-us", str(message_us(ranks)),
-                      "--latency-us", str(latency_us(ranks))] + args + costs)
+        elif not tree:
+            args += ["--request-lag-ms", str(request_lag_ms(ranks))]
+        s = simulate_like(["--learners", r["learners"], "--message-us", str(message_us(ranks)),
+                           "--latency-us", str(latency_us(ranks))] + args + costs, int(r["updates"]), int(a.updates))
         ratio = s["updates_per_s"] / measured_rate
         diff = (s["staleness_mean"] - measured_stale) / measured_stale if measured_stale > 0 else 0.0
         worst_rate = max(worst_rate, abs(ratio - 1))
         worst_stale = max(worst_stale, abs(diff))
         print(f"| {proto} | {r['topology']} | {r['learners']} | {measured_rate:.1f} | {s['updates_per_s']:.1f} | {ratio:.2f} | "
-              f"{measured_stale:.2f} | {s['staleness_mean']:.2f} | {100 * diff:+.0f}% |")
+              f"{measured_stale:.2f} | {s['staleness_mean']:.2f} | {100 * diff:+.0f}% | {measured_overlap:.2f} | "
+              f"{s['overlap_ratio']:.2f} |")
     print(f"\nlargest error: updates/s {100 * worst_rate:.0f}%, mean staleness {100 * worst_stale:.0f}%")
     for line in skipped:
         print(f"not simulated: {line}")
