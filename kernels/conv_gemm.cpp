@@ -52,7 +52,7 @@ public:
                     : own_packed_ ? packed_a_floats(uk_, m_g(), k_g())
                                   : 0),
           packed_wt_(own_packed_ && !implicit_bwd_ && !gather_bwd_ ? packed_a_floats(uk_, k_g(), m_g()) : 0),
-          rotated_w_(implicit_bwd_ || gather_bwd_ ? static_cast<size_t>(p.out_channels) * k_g() : 0),
+          rotated_w_(gather_bwd_ ? static_cast<size_t>(p.out_channels) * k_g() : 0),
           packed_rotated_w_(implicit_bwd_   ? implicit_bwd_->packed_floats()
                             : gather_bwd_ ? gather_bwd_->packed_floats()
                                           : 0) {}
@@ -61,7 +61,7 @@ public:
         // The own SGEMM packs the weights once for all images.
         const MicroKernel& uk = uk_;
         if (implicit_) {
-            implicit_->pack_weights(w, packed_w_.data());
+            implicit_->pack_weights(w, packed_w_.data(), threads_);
             const int group = implicit_->images_per_call();
             for_image_groups(group, [&](int n0, int t, int gemm_threads) {
                 implicit_->run(packed_w_.data(), x + n0 * in_stride(), in_stride(), y + n0 * out_stride(), out_stride(),
@@ -97,9 +97,8 @@ public:
 
     void backward_data(const float* dy, const float* w, float* dx) override {
         const MicroKernel& uk = uk_;
-        if (implicit_bwd_ || gather_bwd_) {
-            // dx is the stride-1 convolution of dy, padded by kernel - 1 - pad, with the weights
-            // rotated by 180 degrees and input and output channels swapped.
+        if (gather_bwd_) {
+            // The same convolution on the gather tiles, from a rotated copy of the weights.
             const int C = g_.channels, O = p_.out_channels, KH = g_.kernel_h, KW = g_.kernel_w;
             float* rot = rotated_w_.data();
             for (int o = 0; o < O; ++o)
@@ -108,15 +107,17 @@ public:
                         for (int kw = 0; kw < KW; ++kw)
                             rot[(static_cast<long>(c) * O + o) * KH * KW + (KH - 1 - kh) * KW + (KW - 1 - kw)] =
                                 w[((static_cast<long>(o) * C + c) * KH + kh) * KW + kw];
-            if (gather_bwd_) {
-                gather_bwd_->pack_weights(rot, packed_rotated_w_.data());
-                for_images([&](int n, int t, int gemm_threads) {
-                    gather_bwd_->run(packed_rotated_w_.data(), dy + n * out_stride(), dx + n * in_stride(),
-                                     work_buffer(t), gemm_threads);
-                });
-                return;
-            }
-            implicit_bwd_->pack_weights(rot, packed_rotated_w_.data());
+            gather_bwd_->pack_weights(rot, packed_rotated_w_.data());
+            for_images([&](int n, int t, int gemm_threads) {
+                gather_bwd_->run(packed_rotated_w_.data(), dy + n * out_stride(), dx + n * in_stride(),
+                                 work_buffer(t), gemm_threads);
+            });
+            return;
+        }
+        if (implicit_bwd_) {
+            // dx is the stride-1 convolution of dy, padded by kernel - 1 - pad, with the weights
+            // rotated by 180 degrees and input and output channels swapped (packed so directly).
+            implicit_bwd_->pack_rotated_weights(w, packed_rotated_w_.data(), threads_);
             for_image_groups(implicit_bwd_->images_per_call(), [&](int n0, int t, int gemm_threads) {
                 implicit_bwd_->run(packed_rotated_w_.data(), dy + n0 * out_stride(), out_stride(), dx + n0 * in_stride(),
                                    in_stride(), work_buffer(t), gemm_threads);

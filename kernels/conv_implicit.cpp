@@ -97,49 +97,75 @@ ImplicitConvForward::ImplicitConvForward(const MicroKernel& uk, const ConvGeomet
       pw_(piece_width(uk.nr, g.out_w())), parts_(uk.nr / pw_),
       group_(pw_ == g.out_w() && parts_ > 1 && images % parts_ == 0 && images / parts_ >= team ? parts_ : 1),
       tiles_(group_ > 1 ? g.out_h() : g.col_cols() / uk.nr),
-      padded_floats_(static_cast<size_t>(g.channels) * hp_ * wp_ + 16),  // + 16: a whole vector past the end
-      reorder_floats_((static_cast<size_t>(out_channels) * g.col_rows() + 15) / 16 * 16) {
+      padded_floats_(static_cast<size_t>(g.channels) * hp_ * wp_ + 16) {  // + 16: a whole vector past the end
     const int C = g.channels, KH = g.kernel_h, KW = g.kernel_w, ow = g.out_w(), per_kh = C * KW;
     offsets_.reserve(static_cast<size_t>(g.col_rows()));
     for (int kh = 0; kh < KH; ++kh)
         for (int c = 0; c < C; ++c)
             for (int kw = 0; kw < KW; ++kw) offsets_.push_back((c * hp_ + kh) * wp_ + kw);
     // Each tile's output rows [ra, rb] reach the image through kernel rows [lo, hi] only.
-    packed_floats_ = reorder_floats_;
+    packed_floats_ = packed_a_floats(uk, m_, g.col_rows());
     for (int t = 0; t < tiles_; ++t) {
         const int ra = group_ > 1 ? t : t * uk.nr / ow, rb = group_ > 1 ? t : (t * uk.nr + uk.nr - 1) / ow;
         const int lo = std::max(0, g.pad_h - rb), hi = std::min(KH - 1, g.height - 1 + g.pad_h - ra);
-        const Range r{lo * per_kh, std::max(0, hi - lo + 1) * per_kh, 0};
+        const Range r{lo * per_kh, std::max(0, hi - lo + 1) * per_kh};
         auto same = [&](const Range& o) { return o.k_begin == r.k_begin && o.k_count == r.k_count; };
         auto found = std::find_if(ranges_.begin(), ranges_.end(), same);
         if (found == ranges_.end()) {
-            ranges_.push_back({r.k_begin, r.k_count, packed_floats_});
-            packed_floats_ += packed_a_floats(uk, m_, r.k_count);
+            ranges_.push_back(r);
             found = ranges_.end() - 1;
         }
         tile_range_.push_back(static_cast<int>(found - ranges_.begin()));
     }
 }
 
-void ImplicitConvForward::pack_weights(const float* w, float* packed) const {
-    // The filters' (c, kh, kw) columns in (kh, c, kw) order, then each range's columns packed.
-    const int C = g_.channels, KH = g_.kernel_h, KW = g_.kernel_w, K = g_.col_rows();
-    float* reordered = packed;
-    for (int o = 0; o < m_; ++o)
-        for (int c = 0; c < C; ++c)
-            for (int kh = 0; kh < KH; ++kh)
-                for (int kw = 0; kw < KW; ++kw)
-                    reordered[((static_cast<long>(o) * KH + kh) * C + c) * KW + kw] =
-                        w[((static_cast<long>(o) * C + c) * KH + kh) * KW + kw];
-    for (const Range& r : ranges_)
-        if (r.k_count > 0) pack_a_matrix(uk_, Trans::No, m_, r.k_count, reordered + r.k_begin, K, packed + r.packed_at);
+// The filters' taps in (kh, c, kw) order, packed as pack_a_matrix packs a matrix (kb-deep slices
+// of MR-row panels, MR floats per tap): a tile's range of taps is then a run of every panel, and
+// one packing serves all tiles. Written straight from w, a (slice, panel) per job: at a
+// mini-batch of 1 the packing took as long as the convolution (5 x 5 kernels, 8 x 8 images: a
+// reordered copy, then one packing per tap range, 3.8x the weights).
+void ImplicitConvForward::pack_weights(const float* w, float* packed, int threads) const {
+    const int64_t KH = g_.kernel_h, KW = g_.kernel_w;
+    pack(w, g_.channels * KH * KW, KH * KW, KW, 1, packed, threads);
+}
+
+// Filter f, channel c, tap (kh, kw) here is w[c][f][KH - 1 - kh][KW - 1 - kw] (the rotation the
+// backward-data pass takes, without a rotated copy).
+void ImplicitConvForward::pack_rotated_weights(const float* w, float* packed, int threads) const {
+    const int64_t KH = g_.kernel_h, KW = g_.kernel_w;
+    pack(w + (KH - 1) * KW + (KW - 1), KH * KW, static_cast<int64_t>(m_) * KH * KW, -KW, -1, packed, threads);
+}
+
+void ImplicitConvForward::pack(const float* at, int64_t sf, int64_t sc, int64_t sh, int64_t sw, float* packed,
+                               int threads) const {
+    const int C = g_.channels, KW = g_.kernel_w, K = g_.col_rows(), MR = uk_.mr;
+    const int kb = k_block(uk_, K), panels = (m_ + MR - 1) / MR, slices = (K + kb - 1) / kb;
+    const int64_t m_round = static_cast<int64_t>(panels) * MR;
+    parallel_for(slices * panels, threads, [&](int job) {
+        const int k0 = job / panels * kb, q = job % panels, depth = std::min(kb, K - k0);
+        const int live = std::min(MR, m_ - q * MR);
+        float* dst = packed + m_round * k0 + static_cast<int64_t>(q) * MR * depth;
+        const float* filters = at + static_cast<int64_t>(q) * MR * sf;
+        int kh = k0 / (C * KW), c = k0 / KW % C, kw = k0 % KW;
+        for (int k = 0; k < depth; ++k, dst += MR) {
+            const float* tap = filters + c * sc + kh * sh + kw * sw;
+            int i = 0;
+            for (; i < live; ++i) dst[i] = tap[i * sf];
+            for (; i < MR; ++i) dst[i] = 0.0f;
+            if (++kw == KW) {
+                kw = 0;
+                if (++c == C) c = 0, ++kh;
+            }
+        }
+    });
 }
 
 void ImplicitConvForward::run(const float* packed, const float* imgs, long in_stride, float* ys, long out_stride,
                               float* scratch, int threads) const {
     for (int q = 0; q < group_; ++q)
         pad_image(imgs + q * in_stride, g_, hp_, wp_, scratch + q * padded_floats_, padded_floats_);
-    const int ow = g_.out_w(), P = g_.col_cols(), MR = uk_.mr, NR = uk_.nr;
+    const int ow = g_.out_w(), P = g_.col_cols(), MR = uk_.mr, NR = uk_.nr, K = g_.col_rows();
+    const int kb = k_block(uk_, K);  // as pack_a_matrix laid the weights out
     const int panels = (m_ + MR - 1) / MR;
     const int64_t m_round = static_cast<int64_t>(panels) * MR;
     auto tile = [&](int t) {
@@ -160,13 +186,17 @@ void ImplicitConvForward::run(const float* packed, const float* imgs, long in_st
             const int64_t rs_c = group_ > 1 ? NR : P;
             if (range.k_count == 0)  // every tap reads padding
                 for (int i = 0; i < rows; ++i) std::fill(c + i * rs_c, c + i * rs_c + NR, 0.0f);
-            // pack_a_matrix's layout: kc-deep slices of m_round x kc, MR-row panels in each.
-            const int kb = k_block(uk_, range.k_count);  // as pack_a_matrix laid the weights out
-            for (int pc = 0; pc < range.k_count; pc += kb) {
-                const int kc = std::min(kb, range.k_count - pc);
-                const float* a = packed + range.packed_at + m_round * pc + static_cast<int64_t>(ir) * MR * kc;
-                uk_.indirect(rows, parts_, kc, a, bases, offsets_.data() + range.k_begin + pc, c, rs_c,
-                             pc == 0 ? 0.0f : 1.0f);
+            // pack_a_matrix's layout: kb-deep slices of m_round x kb, MR-row panels of MR floats
+            // per tap in each; the range's taps are read in pieces that stay within a slice.
+            const int end = range.k_begin + range.k_count;
+            for (int k = range.k_begin; k < end;) {
+                const int slice = k / kb * kb, depth = std::min(kb, K - slice);
+                const int kc = std::min(slice + depth, end) - k;
+                const float* a = packed + m_round * slice + static_cast<int64_t>(ir) * MR * depth +
+                                 static_cast<int64_t>(k - slice) * MR;
+                uk_.indirect(rows, parts_, kc, a, bases, offsets_.data() + k, c, rs_c,
+                             k == range.k_begin ? 0.0f : 1.0f);
+                k += kc;
             }
             if (group_ == 1) continue;
             for (int q = 0; q < group_; ++q)

@@ -6,7 +6,8 @@
 // 8. Saves writing and reading the column matrix, as large as the work itself.
 //
 // The taps run in (kh, c, kw) order, and a tile skips the kernel rows that read only the zero
-// padding for all of its output rows (weights packed once per such range). When a piece is a
+// padding for all of its output rows: a range of taps, so that one packing of the weights serves
+// every tile (a packed panel holds the taps in order). When a piece is a
 // whole output row, the pieces of a tile are the same row of several images ("row mode",
 // images_per_call() > 1), so that every tile is one output row and skips exactly its padded
 // kernel rows: for 5 x 5 kernels with padding 2, 15% of the work on 8 x 8 images.
@@ -31,9 +32,14 @@ public:
     // mini-batch) divides into groups, and there are at least `team` groups.
     ImplicitConvForward(const MicroKernel& kernel, const ConvGeometry& g, int out_channels, int images = 1,
                         int team = 1);
-    // Weights w [out_channels][channels][kh][kw], packed once per batch into packed_floats().
+    // Weights w [out_channels][channels][kh][kw], packed once per batch into packed_floats(),
+    // on up to `threads` threads.
     size_t packed_floats() const { return packed_floats_; }
-    void pack_weights(const float* w, float* packed) const;
+    void pack_weights(const float* w, float* packed, int threads) const;
+    // For the backward-data pass of a layer whose weights are w [channels][out_channels][kh][kw]
+    // (this one's channels and out_channels swapped): those weights rotated by 180 degrees, packed
+    // as pack_weights packs.
+    void pack_rotated_weights(const float* w, float* packed, int threads) const;
     // Images one run() takes (1, or the pieces of a tile in row mode; it divides the
     // mini-batch) and the scratch it needs.
     int images_per_call() const { return group_; }
@@ -44,14 +50,15 @@ public:
              int threads) const;
 
 private:
-    struct Range {  // taps [k_begin, k_begin + k_count) and where their packed weights start
+    // Packs the weight of filter f, channel c, tap (kh, kw) from at[f * sf + c * sc + kh * sh + kw * sw].
+    void pack(const float* at, int64_t sf, int64_t sc, int64_t sh, int64_t sw, float* packed, int threads) const;
+    struct Range {  // taps [k_begin, k_begin + k_count): a tile's kernel rows
         int k_begin, k_count;
-        size_t packed_at;
     };
     const MicroKernel& uk_;
     ConvGeometry g_;
     int m_, hp_, wp_, pw_, parts_, group_, tiles_;
-    size_t padded_floats_, reorder_floats_, packed_floats_;
+    size_t padded_floats_, packed_floats_;
     std::vector<int32_t> offsets_;  // per tap (kh, c, kw): c * hp * wp + kh * wp + kw
     std::vector<Range> ranges_;
     std::vector<int> tile_range_;   // per tile: its index in ranges_

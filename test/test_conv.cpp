@@ -87,6 +87,7 @@ const char* kDescriptors[] = {
     "mb8ic5ih8oc7kh5ph2",                // row mode: groups of 4 images
     "mb4ic4ih16iw16oc9kh3ph1",           // row mode: groups of 2
     "mb6ic5ih8oc7kh5ph2",                // no row mode: 6 images do not make groups of 4
+    "mb8ic60ih8oc13kh5ph2",              // 1,500 taps in k-blocks of any cache size, row mode: tap ranges start inside one
     "mb4ic2ih4iw4oc3kh3ph3",             // rows wholly in the padding (no kernel row reaches the image)
     "mb4ic8ih16oc12kh3ph1g2",            // groups on the implicit tiles (each group 4 -> 6 channels)
     "mb8ic6ih8oc14kh5ph2g2",             // groups in row mode
