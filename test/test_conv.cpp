@@ -167,7 +167,7 @@ TEST_CASE("rows that split into no pixel tiles, and strided layers, take the gat
 
 TEST_CASE("transpose: every implementation the gate allows matches the definition") {
     std::mt19937 rng(11);
-    for (int rows : {1, 5, 16, 17, 32, 45})
+    for (int rows : {1, 5, 6, 16, 17, 32, 45})
         for (int cols : {1, 3, 16, 31, 64, 75}) {
             const int ld_src = cols + 3, ld_dst = rows + 5;
             const std::vector<float> src = random_vector(static_cast<size_t>(rows) * ld_src, rng);
