@@ -116,6 +116,9 @@ TEST_CASE("blocks crossing mc, kc and nc, alone and with threads") {
             {Trans::No, Trans::No, 32, 1024, 75, 1.0f, 0.0f, 0},   // forward, B read in place
             {Trans::Yes, Trans::No, 800, 64, 64, 1.0f, 0.0f, 0},   // backward data
             {Trans::No, Trans::Yes, 32, 800, 256, 1.0f, 1.0f, 0},  // backward weights, accumulating
+            // Threads split C by rows: a packed B of over 256 KiB shared (this one), and one small
+            // enough for each thread to pack its own (backward data above).
+            {Trans::No, Trans::Yes, 288, 272, 256, 1.0f, 0.5f, 0},
         };
         uint32_t seed = 100;
         for (int threads : {1, 2, 3}) {
