@@ -89,8 +89,8 @@ def main():
             last[r["run"]] = r
     costs = ["--compute-ms", a.compute_ms, "--model-bytes", a.model_bytes, "--cores", a.cores,
              "--bandwidth-gbs", a.bandwidth_gbs, "--update-ms", a.update_ms,
-             "--grad-ms", a.grad_ms, "--crowding-cost", a.crowding_cost, "--request-us", a.request_us, "--compute-cv", a.compute_cv,
-             ]
+             "--grad-ms", a.grad_ms, "--crowding-cost", a.crowding_cost, "--request-us", a.request_us,
+             "--compute-cv", a.compute_cv]
     print("| protocol | topology | lambda | updates/s measured | simulated | ratio | mean staleness measured | simulated "
           "| difference | overlap measured | simulated |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")

@@ -46,14 +46,14 @@ BSource b_source_for(const MicroKernel& uk, Trans tb, int m, int64_t ldb) {
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
-// kc steps of a packed panel whose lanes lie contiguous in the source: d[p * width + l] =
-// src[p * ld + l] for l < count, zero for the lanes past it.
 template <int W>
 void copy_full_lanes(const float* src, int64_t ld, int kc, float* d) {
     for (int p = 0; p < kc; ++p, src += ld, d += W)
         for (int l = 0; l < W; ++l) d[l] = src[l];
 }
 
+// kc steps of a packed panel whose lanes lie contiguous in the source: d[p * width + l] =
+// src[p * ld + l] for l < count, zero for the lanes past it.
 void copy_lanes(const float* src, int64_t ld, int count, int width, int kc, float* d) {
     // Full panels of the micro-kernels' widths with the width known to the compiler, which then
     // moves each step in a few vector copies (a 6-wide loop went float by float: m800 n64 k64,
@@ -119,15 +119,16 @@ struct Workspace {
     float* a_block;  // mc x kc, packed A panels (split by rows: one per thread, a_stride apart)
     float* b_edge;   // per thread: one kc x nr sliver for the last, partial columns read in place
     int64_t edge_stride, a_stride, b_stride;
-    bool private_b;  // split by rows, B small: each thread packs all of B for itself
+    bool by_rows;    // how the threads split the work: see run_thread
+    bool private_b;  // by rows, B small: each thread packs all of B for itself
 };
 
 // Threads share the work of each block (ic, pc) of A: they pack its panels together and split
-// its tiles; or, split by rows (by_rows), each thread takes whole rows of C, packs the A panels
-// of its rows itself and meets the others only to pack B. By rows, a small product (m64 n64
-// k800 on 2 threads) no longer waits on the other core for half of every A block and on two
-// barriers per block: 0.070 -> 0.047 ms on AVX2, where one thread takes 0.073.
-void run_thread(const Problem& P, const MicroKernel& uk, const Workspace& ws, int tid, int nt, bool by_rows) {
+// its tiles; or, split by rows (ws.by_rows), each thread takes whole rows of C, packs the A
+// panels of its rows itself and meets the others only to pack B. By rows, a small product (m64
+// n64 k800 on 2 threads) no longer waits on the other core for half of every A block and on two
+// barriers per block: 0.070 -> 0.041 ms on AVX2, where one thread takes 0.073.
+void run_thread(const Problem& P, const MicroKernel& uk, const Workspace& ws, int tid, int nt) {
     const int MR = uk.mr, NR = uk.nr, kb = k_block(uk, P.k);
     auto barrier = [nt] {
         if (nt > 1) {
@@ -179,7 +180,7 @@ void run_thread(const Problem& P, const MicroKernel& uk, const Workspace& ws, in
                     for (int s = 0; s < nr_v; ++s) cr[s] = P.alpha * tr[s] + (beta == 0.0f ? 0.0f : beta * cr[s]);
                 }
             };
-            if (by_rows) {
+            if (ws.by_rows) {
                 int q0, q1;
                 if (P.b_source == BSource::Pack && ws.private_b) {
                     pack_b(P, NR, jc, nc, pc, kc, 0, n_jr, b_panel);
@@ -274,13 +275,13 @@ void run(const MicroKernel& uk, const Problem& P, int threads) {
                                                    nt * round16(edge_floats)));
     float* a_base = base + b_panels * round16(b_floats);
     const Workspace ws{base, a_base, a_base + a_blocks * round16(a_floats), round16(edge_floats), round16(a_floats),
-                       round16(b_floats), private_b};
+                       round16(b_floats), by_rows, private_b};
     if (nt == 1) {
-        run_thread(P, uk, ws, 0, 1, false);
+        run_thread(P, uk, ws, 0, 1);
         return;
     }
 #pragma omp parallel num_threads(nt)
-    run_thread(P, uk, ws, omp_get_thread_num(), omp_get_num_threads(), by_rows);
+    run_thread(P, uk, ws, omp_get_thread_num(), omp_get_num_threads());
 }
 
 bool trivial(int m, int n, int k, float alpha, float beta, float* c, int ldc) {
