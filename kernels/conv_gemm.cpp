@@ -52,7 +52,6 @@ public:
                     : own_packed_ ? packed_a_floats(uk_, m_g(), k_g())
                                   : 0),
           packed_wt_(own_packed_ && !implicit_bwd_ && !gather_bwd_ ? packed_a_floats(uk_, k_g(), m_g()) : 0),
-          rotated_w_(gather_bwd_ ? static_cast<size_t>(p.out_channels) * k_g() : 0),
           packed_rotated_w_(implicit_bwd_   ? implicit_bwd_->packed_floats()
                             : gather_bwd_ ? gather_bwd_->packed_floats()
                                           : 0) {}
@@ -72,7 +71,7 @@ public:
             return;
         }
         if (gather_) {
-            gather_->pack_weights(w, packed_w_.data());
+            gather_->pack_weights(w, packed_w_.data(), threads_);
             for_images([&](int n, int t, int gemm_threads) {
                 gather_->run(packed_w_.data(), x + n * in_stride(), y + n * out_stride(), work_buffer(t), gemm_threads);
                 if (bias) add_bias(bias, y + n * out_stride());
@@ -98,16 +97,8 @@ public:
     void backward_data(const float* dy, const float* w, float* dx) override {
         const MicroKernel& uk = uk_;
         if (gather_bwd_) {
-            // The same convolution on the gather tiles, from a rotated copy of the weights.
-            const int C = g_.channels, O = p_.out_channels, KH = g_.kernel_h, KW = g_.kernel_w;
-            float* rot = rotated_w_.data();
-            for (int o = 0; o < O; ++o)
-                for (int c = 0; c < C; ++c)
-                    for (int kh = 0; kh < KH; ++kh)
-                        for (int kw = 0; kw < KW; ++kw)
-                            rot[(static_cast<long>(c) * O + o) * KH * KW + (KH - 1 - kh) * KW + (KW - 1 - kw)] =
-                                w[((static_cast<long>(o) * C + c) * KH + kh) * KW + kw];
-            gather_bwd_->pack_weights(rot, packed_rotated_w_.data());
+            // The same convolution on the gather tiles, with the weights rotated as they are packed.
+            gather_bwd_->pack_rotated_weights(w, packed_rotated_w_.data(), threads_);
             for_images([&](int n, int t, int gemm_threads) {
                 gather_bwd_->run(packed_rotated_w_.data(), dy + n * out_stride(), dx + n * in_stride(),
                                  work_buffer(t), gemm_threads);
@@ -376,7 +367,7 @@ private:
     AlignedBuffer scratch_;
     // The weights packed as A of forward and of backward-data (transposed, or rotated for the
     // implicit backward-data).
-    AlignedBuffer packed_w_, packed_wt_, rotated_w_, packed_rotated_w_;
+    AlignedBuffer packed_w_, packed_wt_, packed_rotated_w_;
 };
 
 // A grouped convolution on the own SGEMM as `groups` convolutions of one group's channels each,

@@ -43,6 +43,30 @@ RUDRA_SHORT_LOOPS void pad_image(const float* img, const ConvGeometry& g, int hp
     zero_floats(padded + g.channels * plane, static_cast<long>(padded_floats) - g.channels * plane);
 }
 
+// The same into [hp][wp][channels] (GatherConvForward's channels-last layout): each input row's
+// channels are one transpose.
+RUDRA_SHORT_LOOPS void pad_image_channels_last(const float* img, const ConvGeometry& g, int hp, int wp,
+                                               TransposeFn transpose, float* padded, size_t padded_floats) {
+    const long C = g.channels, row = wp * C, plane = static_cast<long>(g.height) * g.width;
+    zero_floats(padded, g.pad_h * row);
+    for (int iy = 0; iy < g.height; ++iy) {
+        float* r = padded + (iy + g.pad_h) * row;
+        zero_floats(r, g.pad_w * C);
+        transpose(img + static_cast<long>(iy) * g.width, g.channels, g.width, plane, r + g.pad_w * C, C);
+        zero_floats(r + (g.pad_w + g.width) * C, (wp - g.pad_w - g.width) * C);
+    }
+    const long used = (g.pad_h + g.height) * row;
+    zero_floats(padded + used, static_cast<long>(padded_floats) - used);
+    (void)hp;
+}
+
+// A pixel's channels in equal runs of at most kc taps (fewer only when no such split exists).
+int channel_run(int channels, int kc) {
+    int pieces = (channels + kc - 1) / kc;
+    while (channels % pieces != 0) ++pieces;
+    return channels / pieces;
+}
+
 // f(i) for i in [0, count) on up to `threads` OpenMP threads (one inside a parallel region).
 template <class F>
 void parallel_for(int count, int threads, F&& f) {
@@ -221,32 +245,66 @@ std::string GatherConvForward::declines(const MicroKernel& uk, const ConvGeometr
 
 GatherConvForward::GatherConvForward(const MicroKernel& uk, const ConvGeometry& g, int out_channels,
                                      TransposeFn transpose_fn)
-    : uk_(uk), g_(g), transpose_(transpose_fn), m_(out_channels), o_round_((out_channels + uk.nr - 1) / uk.nr * uk.nr),
-      hp_(g.padded_h()), wp_(g.padded_w()),
+    : uk_(uk), g_(g), transpose_(transpose_fn), channels_last_(g.channels >= 2 * g.kernel_w), m_(out_channels),
+      o_round_((out_channels + uk.nr - 1) / uk.nr * uk.nr), hp_(g.padded_h()), wp_(g.padded_w()),
+      run_(channels_last_ ? channel_run(g.channels, uk.kc) : g.kernel_w),
       // k-blocks of whole runs, so that a B block of kc x nr stays near the core
-      kc_(std::max(1, uk.kc / g.kernel_w) * g.kernel_w),
+      kc_(std::max(1, uk.kc / run_) * run_),
       padded_floats_((static_cast<size_t>(g.channels) * hp_ * wp_ + 15) / 16 * 16),
       tile_floats_(static_cast<size_t>((g.col_cols() + uk.mr - 1) / uk.mr * uk.mr) * uk.nr) {
+    const int C = g.channels, pixel = channels_last_ ? C : 1;  // floats from one padded pixel to the next
     for (int y = 0; y < g.out_h(); ++y)
-        for (int x = 0; x < g.out_w(); ++x) pixel_offsets_.push_back(y * g.stride_h * wp_ + x * g.stride_w);
-    for (int c = 0; c < g.channels; ++c)
-        for (int kh = 0; kh < g.kernel_h; ++kh) run_offsets_.push_back((c * hp_ + kh) * wp_);
+        for (int x = 0; x < g.out_w(); ++x)
+            pixel_offsets_.push_back((y * g.stride_h * wp_ + x * g.stride_w) * pixel);
+    if (channels_last_) {
+        for (int kh = 0; kh < g.kernel_h; ++kh)
+            for (int kw = 0; kw < g.kernel_w; ++kw)
+                for (int c = 0; c < C; c += run_) run_offsets_.push_back((kh * wp_ + kw) * C + c);
+    } else {
+        for (int c = 0; c < C; ++c)
+            for (int kh = 0; kh < g.kernel_h; ++kh) run_offsets_.push_back((c * hp_ + kh) * wp_);
+    }
 }
 
-void GatherConvForward::pack_weights(const float* w, float* packed) const {
-    // Sliver s holds, for each tap (c, kh, kw), the weights of channels NR s .. NR s + NR - 1.
-    const int K = g_.col_rows(), NR = uk_.nr;
+void GatherConvForward::pack_weights(const float* w, float* packed, int threads) const {
+    pack(w, g_.col_rows(), g_.kernel_h * g_.kernel_w, false, packed, threads);
+}
+
+void GatherConvForward::pack_rotated_weights(const float* w, float* packed, int threads) const {
+    const int taps = g_.kernel_h * g_.kernel_w;
+    pack(w, taps, static_cast<long>(m_) * taps, true, packed, threads);
+}
+
+void GatherConvForward::pack(const float* src, long o_stride, long i_stride, bool rotate, float* packed,
+                             int threads) const {
+    // Sliver s holds, for each tap in the tile's order, the weights of channels NR s .. NR s + NR - 1.
+    const int K = g_.col_rows(), NR = uk_.nr, T = g_.kernel_h * g_.kernel_w, C = g_.channels;
     if (o_round_ != m_) std::fill(packed, packed + packed_floats(), 0.0f);
-    for (int s = 0; s * NR < m_; ++s)
-        transpose_(w + static_cast<long>(s) * NR * K, std::min(NR, m_ - s * NR), K, K,
-                   packed + static_cast<long>(s) * K * NR, NR);
+    const bool whole = !channels_last_ && !rotate && o_stride == K;  // the sliver is one transpose of its filters
+    // B's row of input channel i and tap t, and the distance between the rows of taps t and t + 1.
+    auto row = [&](int i, int t) { return channels_last_ ? static_cast<long>(t) * C + i : static_cast<long>(i) * T + t; };
+    const long tap_step = (rotate ? -1 : 1) * (channels_last_ ? C : 1);
+    parallel_for((m_ + NR - 1) / NR, threads, [&](int s) {
+        const int rows = std::min(NR, m_ - s * NR);
+        const float* filters = src + static_cast<long>(s) * NR * o_stride;
+        float* sliver = packed + static_cast<long>(s) * K * NR;
+        if (whole) {
+            transpose_(filters, rows, K, K, sliver, NR);
+            return;
+        }
+        for (int i = 0; i < C; ++i)
+            transpose_(filters + i * i_stride, rows, T, o_stride, sliver + row(i, rotate ? T - 1 : 0) * NR, tap_step * NR);
+    });
 }
 
 void GatherConvForward::run(const float* packed, const float* img, float* y, float* scratch, int threads) const {
     float* padded = scratch;
     float* tile_out = scratch + padded_floats_;  // pixels x NR: one sliver's outputs, transposed
-    pad_image(img, g_, hp_, wp_, padded, padded_floats_);
-    const int P = g_.col_cols(), K = g_.col_rows(), MR = uk_.mr, NR = uk_.nr, KW = g_.kernel_w;
+    if (channels_last_)
+        pad_image_channels_last(img, g_, hp_, wp_, transpose_, padded, padded_floats_);
+    else
+        pad_image(img, g_, hp_, wp_, padded, padded_floats_);
+    const int P = g_.col_cols(), K = g_.col_rows(), MR = uk_.mr, NR = uk_.nr;
     const int tiles = (P + MR - 1) / MR;
     const int nt = omp_in_parallel() ? 1 : std::max(1, std::min(threads, tiles));
     // Each thread takes a contiguous block of pixel tiles through every sliver and k-block: the
@@ -263,7 +321,7 @@ void GatherConvForward::run(const float* packed, const float* img, float* y, flo
                     const int rows = std::min(MR, P - t * MR);
                     const float* a_rows[kMaxGatherRows];
                     for (int i = 0; i < rows; ++i) a_rows[i] = padded + pixel_offsets_[static_cast<size_t>(t * MR + i)];
-                    uk_.gather_a(rows, kc, KW, a_rows, run_offsets_.data() + pc / KW, sliver + static_cast<long>(pc) * NR,
+                    uk_.gather_a(rows, kc, run_, a_rows, run_offsets_.data() + pc / run_, sliver + static_cast<long>(pc) * NR,
                                  tile_out + static_cast<long>(t) * MR * NR, NR, pc == 0 ? 0.0f : 1.0f);
                 }
             }

@@ -66,11 +66,15 @@ private:
 
 // Forward convolution without im2col for any stride and output width, vectorised over output
 // channels instead of pixels: y^T = im2col(x)^T W^T, where the gather tile reads each row of
-// A (one output pixel's taps) from the zero-padded image in runs of kernel_w values and B is W^T,
-// packed once per batch as slivers of nr output channels. A tile is mr pixels x nr channels,
+// A (one output pixel's taps) from the zero-padded image in runs of consecutive values and B is
+// W^T, packed once per batch as slivers of nr output channels. A tile is mr pixels x nr channels,
 // written transposed into y. Layers whose output rows do not split into the pixel-vectorised
 // tiles' pieces (AlexNet's 55-, 27- and 13-wide rows) or that are strided (conv1's stride 4)
 // take this path.
+// With more channels than twice kernel_w the padded image is laid out channels last and the taps
+// run (kh, kw, c): a run is a pixel's channels (256 values for AlexNet's conv3, against 3 along
+// a kernel row), so the tile sets up its row addresses once per kernel tap instead of once per
+// three steps, and reads each pixel's channels as one stream.
 class GatherConvForward {
 public:
     // "" when `kernel` has a gather tile and the layer is undilated, else why not.
@@ -79,19 +83,29 @@ public:
     GatherConvForward(const MicroKernel& kernel, const ConvGeometry& g, int out_channels, TransposeFn transpose_fn);
     // Weights w [out_channels][channels][kh][kw] as slivers of W^T: packed_floats() floats.
     size_t packed_floats() const { return static_cast<size_t>(o_round_) * g_.col_rows(); }
-    void pack_weights(const float* w, float* packed) const;
+    void pack_weights(const float* w, float* packed, int threads) const;
+    // For backward-data as this convolution (channels: the layer's output channels): the layer's
+    // weights w [channels][out_channels][kh][kw] rotated by 180 degrees, packed as pack_weights packs.
+    void pack_rotated_weights(const float* w, float* packed, int threads) const;
     size_t scratch_floats() const { return padded_floats_ + tile_floats_; }
     // y[out_channels][pixels] = W x for one image, on up to `threads` threads.
     void run(const float* packed, const float* img, float* y, float* scratch, int threads) const;
 
 private:
+    // Packs src(o, i, t) = src[o o_stride + i i_stride + t] (o: output channel, i: input channel,
+    // t: tap kh kernel_w + kw), tap t taken as tap taps - 1 - t when `rotate`.
+    void pack(const float* src, long o_stride, long i_stride, bool rotate, float* packed, int threads) const;
+
     const MicroKernel& uk_;
     ConvGeometry g_;
     TransposeFn transpose_;
-    int m_, o_round_, hp_, wp_, kc_;
+    bool channels_last_;  // padded image [hp][wp][channels], taps (kh, kw, c); else [channels][hp][wp], (c, kh, kw)
+    int m_, o_round_, hp_, wp_, run_, kc_;
     size_t padded_floats_, tile_floats_;
     std::vector<int32_t> pixel_offsets_;  // per output pixel: where its window starts in the padded image
-    std::vector<int32_t> run_offsets_;    // per (c, kh): where its run of kernel_w taps starts
+    // Per run of run_ taps (channels last: a piece of one tap's channels; else one (c, kh)'s
+    // kernel row): where it starts, relative to the pixel.
+    std::vector<int32_t> run_offsets_;
 };
 
 // Backward-weights the same way, as dW^T = im2col(x) dy^T: the micro-kernel gathers A from the

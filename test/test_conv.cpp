@@ -97,6 +97,9 @@ const char* kDescriptors[] = {
     "mb2ic3ih31oc32kh11sh4ph2",          // AlexNet conv1's kind: gather tiles forward, stride 4
     "mb2ic5ih13oc8oh12kh3ph0",           // benchdnn's asymmetric padding: none before, 1 after
     "mb2ic32ih13oc32oh12kh3ph0",         // the same on the gather tiles
+    "mb1ic1040ih5oc32kh3ph1",            // gather tiles, channels last, a pixel's channels in runs of a k-block or less
+    "mb2ic64ih13oc64kh3sh2ph1g2",        // gather tiles, channels last, strided, grouped
+    "mb2ic32ih13oc4kh3ph1",              // backward-data on the gather tiles, 4 channels: not channels last
     "mb2ic6ih16oc16oh17kh3ph1",          // 1 before, 2 after, on the implicit tiles
 };
 
