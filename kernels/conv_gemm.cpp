@@ -134,20 +134,28 @@ public:
 
     void backward_weights(const float* x, const float* dy, float* dw, float* db) override {
         if (implicit_w_) {
-            // Every thread accumulates dW^T and the bias gradient in its own buffer.
+            // Every thread accumulates dW^T and the bias gradient in its own buffer, cleared by
+            // that thread before its first image.
             const int team = std::max(1, team_);
             const size_t wt = implicit_w_->acc_floats();
-            for (int t = 0; t < team; ++t) std::memset(grad_buffer(t), 0, sizeof(float) * grad_floats_);
+            std::vector<char> cleared(static_cast<size_t>(team), 0);
+            std::vector<const float*> accs;
             for_images([&](int n, int t, int gemm_threads) {
+                if (!cleared[static_cast<size_t>(t)]) {
+                    std::memset(grad_buffer(t), 0, sizeof(float) * grad_floats_);
+                    cleared[static_cast<size_t>(t)] = 1;
+                }
                 const float* dyn = dy + n * out_stride();
                 implicit_w_->accumulate(x + n * in_stride(), dyn, grad_buffer(t), work_buffer(t), gemm_threads);
                 if (db) add_bias_gradient(dyn, grad_buffer(t) + wt);
             });
             for (int t = 0; t < team; ++t) {
-                implicit_w_->add_to(grad_buffer(t), dw);
+                if (!cleared[static_cast<size_t>(t)]) continue;  // a thread that had no image
+                accs.push_back(grad_buffer(t));
                 if (db)
                     for (int c = 0; c < p_.out_channels; ++c) db[c] += grad_buffer(t)[wt + c];
             }
+            implicit_w_->add_to(accs.data(), static_cast<int>(accs.size()), dw, threads_);
             return;
         }
         const int wcount = p_.out_channels * k_g();

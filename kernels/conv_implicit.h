@@ -125,8 +125,8 @@ public:
     size_t acc_floats() const { return static_cast<size_t>(g_.col_rows()) * o_round_; }
     // acc += im2col(img) dy^T for one image (dy: out_channels x col_cols()).
     void accumulate(const float* img, const float* dy, float* acc, float* scratch, int threads) const;
-    // dw[o][r] += acc[r][o].
-    void add_to(const float* acc, float* dw) const;
+    // dw[o][r] += the sum of acc[r][o] over the `count` accumulators, on up to `threads` threads.
+    void add_to(const float* const* accs, int count, float* dw, int threads) const;
 
 private:
     const MicroKernel& uk_;
