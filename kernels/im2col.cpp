@@ -1,7 +1,8 @@
-// im2col / col2im. For convolutions of stride 1 and no dilation along the width (the common
-// case) every image row is first widened by the padding, so that each row segment of the
-// column matrix is one plain copy (or add) of out_w values with no bounds to test: on small
-// images (out_w 8-32) the bounds, not the copying, used to take most of the time.
+// im2col / col2im. Every image row is first widened by the padding (and, for im2col with a
+// stride along the width, split into phases), so that each row segment of the column matrix is
+// one plain copy of out_w values with no bounds to test: on small images (out_w 8-32) the
+// bounds, not the copying, used to take most of the time. col2im widens only for stride 1 and no
+// dilation along the width.
 #include <algorithm>
 #include <cstring>
 
@@ -14,62 +15,57 @@ namespace {
 bool plain_width(const ConvGeometry& g) { return g.stride_w == 1 && g.dilation_w == 1; }
 size_t round16(size_t n) { return (n + 15) / 16 * 16; }
 int padded_width(const ConvGeometry& g) { return g.padded_w(); }
+
+// im2col reads image rows widened by the padding and split by stride_w into phases: phase q of
+// a widened row holds its values q, q + s, q + 2 s, ... So the values a segment of an im2col
+// row takes from one image row (x s + kw dilation_w, x < out_w) are consecutive: phase
+// (kw dilation_w) % s from (kw dilation_w) / s on. With stride 1 a row has one phase, itself.
+// (AlexNet conv1's stride 4 had gone value by value with bounds tests: a quarter of its
+// backward-weights pass.)
+int phase_length(const ConvGeometry& g) { return (padded_width(g) + g.stride_w - 1) / g.stride_w; }
+int phased_width(const ConvGeometry& g) { return phase_length(g) * g.stride_w; }
 size_t padded_floats(const ConvGeometry& g) {
-    return plain_width(g) ? round16(static_cast<size_t>(g.channels) * g.height * padded_width(g)) : 0;
+    return round16(static_cast<size_t>(g.channels) * g.height * phased_width(g));
 }
 
-// Image rows widened by zeros on each side: [channels * height][padded_w()].
+// Image rows widened and split into phases: [channels * height][stride_w][phase_length()].
 void widen_rows(const float* img, const ConvGeometry& g, float* wide) {
-    const int wp = padded_width(g), rows = g.channels * g.height;
-    for (int r = 0; r < rows; ++r, img += g.width, wide += wp) {
-        std::fill(wide, wide + g.pad_w, 0.0f);
-        std::copy(img, img + g.width, wide + g.pad_w);
-        std::fill(wide + g.pad_w + g.width, wide + wp, 0.0f);
+    const int rows = g.channels * g.height, s = g.stride_w, len = phase_length(g);
+    for (int r = 0; r < rows; ++r, img += g.width, wide += static_cast<long>(s) * len) {
+        if (s == 1) {
+            std::fill(wide, wide + g.pad_w, 0.0f);
+            std::copy(img, img + g.width, wide + g.pad_w);
+            std::fill(wide + g.pad_w + g.width, wide + len, 0.0f);
+            continue;
+        }
+        for (int q = 0; q < s; ++q)
+            for (int j = 0; j < len; ++j) {
+                const int ix = q + j * s - g.pad_w;
+                wide[q * len + j] = ix >= 0 && ix < g.width ? img[ix] : 0.0f;
+            }
     }
 }
 
-// Row (c, kh, kw) of the im2col matrix, out_h() * out_w() values, from the widened rows.
+// Row (c, kh, kw) of the im2col matrix, out_h() * out_w() values, from the phased rows.
 void im2col_row_wide(const float* wide, const ConvGeometry& g, int c, int kh, int kw, float* out) {
-    const int oh = g.out_h(), ow = g.out_w(), wp = padded_width(g);
+    const int oh = g.out_h(), ow = g.out_w(), s = g.stride_w, len = phase_length(g), dx = kw * g.dilation_w;
+    const long row_floats = static_cast<long>(s) * len, from = static_cast<long>(dx % s) * len + dx / s;
     for (int y = 0; y < oh; ++y, out += ow) {
         const int iy = y * g.stride_h - g.pad_h + kh * g.dilation_h;
         if (iy < 0 || iy >= g.height) {
             std::fill(out, out + ow, 0.0f);
             continue;
         }
-        const float* src = wide + (static_cast<long>(c) * g.height + iy) * wp + kw;
+        const float* src = wide + (static_cast<long>(c) * g.height + iy) * row_floats + from;
         for (int x = 0; x < ow; ++x) out[x] = src[x];
-    }
-}
-
-// The same from the image itself, any stride and dilation.
-void im2col_row_strided(const float* img, const ConvGeometry& g, int c, int kh, int kw, float* out) {
-    const int oh = g.out_h(), ow = g.out_w();
-    const float* plane = img + static_cast<long>(c) * g.height * g.width;
-    const int x_off = kw * g.dilation_w - g.pad_w;
-    for (int y = 0; y < oh; ++y, out += ow) {
-        const int iy = y * g.stride_h - g.pad_h + kh * g.dilation_h;
-        if (iy < 0 || iy >= g.height) {
-            std::fill(out, out + ow, 0.0f);
-            continue;
-        }
-        const float* row = plane + static_cast<long>(iy) * g.width;
-        for (int x = 0; x < ow; ++x) {
-            const int ix = x * g.stride_w + x_off;
-            out[x] = (ix >= 0 && ix < g.width) ? row[ix] : 0.0f;
-        }
     }
 }
 
 // Calls row(c, kh, kw, out) for the rows of the im2col matrix in order, P floats apart.
 template <class Row>
 void for_rows(const float* img, const ConvGeometry& g, float* scratch, Row&& row) {
-    if (plain_width(g)) {
-        widen_rows(img, g, scratch);
-        row([&](int c, int kh, int kw, float* out) { im2col_row_wide(scratch, g, c, kh, kw, out); });
-    } else {
-        row([&](int c, int kh, int kw, float* out) { im2col_row_strided(img, g, c, kh, kw, out); });
-    }
+    widen_rows(img, g, scratch);
+    row([&](int c, int kh, int kw, float* out) { im2col_row_wide(scratch, g, c, kh, kw, out); });
 }
 
 }  // namespace
