@@ -165,6 +165,17 @@ class Costs(unittest.TestCase):
         self.assertGreater(late["request_lag_gradients"], 1.0)
         self.assertAlmostEqual(late["staleness_mean"], 7 - late["request_lag_gradients"], delta=0.3)
 
+    def test_a_request_held_for_other_gradients(self):
+        # Counted in gradients: the PS takes the request after that many of the others'
+        # gradients (2 on average), and the next gradient's staleness is lower by them.
+        held = run("--learners", "8", "--protocol", "async", "--request-lag-gradients", "2")
+        self.assertAlmostEqual(held["request_lag_gradients"], 2.0, delta=0.3)
+        self.assertAlmostEqual(held["staleness_mean"], 7 - held["request_lag_gradients"], delta=0.3)
+        # A lone learner has no other gradients to wait for: its request goes through.
+        alone = run("--learners", "1", "--protocol", "async", "--request-lag-gradients", "3")
+        self.assertEqual(alone["updates"], 400)
+        self.assertAlmostEqual(alone["updates_per_s"], 100.0, delta=1.0)
+
     def test_bad_options(self):
         with self.assertRaises(SystemExit):
             simulate(["--learners", "4", "--n", "5", "--compute-ms", "1", "--model-bytes", "1"])
@@ -201,6 +212,40 @@ class TimelineLags(unittest.TestCase):
         with self.assertRaises(SystemExit) as e:
             timeline_lags.lags(path)
         self.assertIn("name no learner", str(e.exception))
+
+
+class Validate(unittest.TestCase):
+    """validate.py: repeats of one configuration (other seeds) make one row, their mean."""
+
+    def test_repeats_are_one_row_of_their_means(self):
+        import csv
+        import json
+        import subprocess
+        import tempfile
+        out = tempfile.mkdtemp()
+        fields = ["run", "protocol", "n", "learners", "mode", "topology", "seed", "epoch", "elapsed_s", "updates",
+                  "staleness_mean", "overlap_ratio"]
+        runs = [("a1", "async", 1, 3.0, 100, 2.0), ("a2", "async", 2, 5.0, 300, 1.0), ("s1", "1-softsync", 1, 0.5, 50, 1.0)]
+        with open(os.path.join(out, "runs.csv"), "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=fields)
+            w.writeheader()
+            for name, proto, seed, stale, updates, seconds in runs:
+                w.writerow({"run": name, "protocol": proto, "n": 1, "learners": 4, "mode": "base", "topology": "base",
+                            "seed": seed, "epoch": 1, "elapsed_s": seconds, "updates": updates,
+                            "staleness_mean": stale, "overlap_ratio": 0.5})
+                os.makedirs(os.path.join(out, name))
+                with open(os.path.join(out, name, "staleness.json"), "w") as j:
+                    json.dump({"mean": stale}, j)
+        here = os.path.dirname(os.path.abspath(__file__))
+        table = subprocess.run([sys.executable, os.path.join(here, "validate.py"), out] + FREE[:-2] + ["--updates", "50"],
+                               capture_output=True, text=True, check=True).stdout
+        rows = [line.split("|")[1:-1] for line in table.splitlines() if line.startswith("| async") or
+                line.startswith("| 1-softsync")]
+        self.assertEqual(len(rows), 2, table)
+        a = [c.strip() for c in next(r for r in rows if r[0].strip() == "async")]
+        self.assertEqual(a[3], "2")  # runs
+        self.assertAlmostEqual(float(a[4]), (50.0 + 300.0) / 2, delta=0.05)  # updates/s: 100 / 2 s and 300 / 1 s
+        self.assertEqual(a[7], "4.00 (3.00-5.00)")  # mean staleness (range)
 
 
 if __name__ == "__main__":

@@ -66,8 +66,9 @@ def main():
         print(f"{path}: {ranks} ranks, {len(xs)} requests: lag {mean_ms:.1f} ms on average (median "
               f"{ms[len(ms) // 2]:.1f}, 90th percentile {ms[int(0.9 * (len(ms) - 1))]:.1f}), "
               f"{mean_g:.2f} gradients; {100 * overtaken:.0f}% overtook their gradient")
-        pairs.append(f"{ranks}={max(0.0, mean_ms):.1f}")
-    print("--request-lag-ms " + ",".join(pairs))
+        pairs.append((ranks, max(0.0, mean_ms), max(0.0, mean_g)))
+    print("--request-lag-ms " + ",".join(f"{r}={ms:.1f}" for r, ms, _ in pairs))
+    print("--request-lag-gradients " + ",".join(f"{r}={g:.2f}" for r, _, g in pairs))
     return 0
 
 

@@ -8,8 +8,9 @@ updates per second and mean staleness side by side, as a Markdown table.
 
 --latency-us and --message-us take one value, or RANKS=US pairs (6=3500,32=8000): a message's
 costs measured by bench/src/pingpong_bench under the load of that many ranks; a run takes the
-pair of its own rank count (learners + 2), or the nearest. --request-lag-ms takes RANKS=MS pairs
-too, as timeline_lags.py prints them from --timeline runs (Rudra-base runs only).
+pair of its own rank count (learners + 2), or the nearest. --request-lag-ms and
+--request-lag-gradients take RANKS=MS and RANKS=COUNT pairs too, as timeline_lags.py prints them
+from --timeline runs (Rudra-base runs only).
 
 Runs on the adv and adv* trees are simulated with the run's own layout (its start line in
 metrics.jsonl: the learners below each leaf PS, the broadcast's fan-out); every link of one
@@ -17,6 +18,9 @@ machine costs the same, so the node links take --latency-us and --bandwidth-gbs 
 
 Measured updates per second: the last epoch line's updates over its elapsed seconds (set-up
 excluded: the PS's clock starts with training); measured staleness: the run's staleness.json.
+Runs of one configuration with different seeds (the grid's repeats) are one row: the means of
+their figures, and the range of their staleness, which shows how much a measurement moves
+between two runs of the same settings.
 """
 import argparse
 import csv
@@ -69,7 +73,8 @@ def main():
     for name, default in (("compute-ms", None), ("model-bytes", None), ("cores", "0"), ("latency-us", "5"),
                           ("bandwidth-gbs", "10"), ("update-ms", "0"), ("grad-ms", "0"), ("request-us", "2"),
                           ("compute-cv", "0.1"), ("updates", "3000"), ("message-us", "0"),
-                          ("crowding-cost", "0"), ("request-lag-ms", "0")):
+                          ("crowding-cost", "0"), ("request-lag-ms", "0"),
+                          ("request-lag-gradients", "0")):
         p.add_argument("--" + name, required=default is None, default=default)
     a = p.parse_args()
     def per_ranks(option, text):
@@ -82,24 +87,32 @@ def main():
     message_us = per_ranks("--message-us", a.message_us)
     latency_us = per_ranks("--latency-us", a.latency_us)
     request_lag_ms = per_ranks("--request-lag-ms", a.request_lag_ms)
+    request_lag_gradients = per_ranks("--request-lag-gradients", a.request_lag_gradients)
     rows = list(csv.DictReader(open(os.path.join(a.out, "runs.csv"))))
     last = {}
     for r in rows:
         if r["run"] not in last or int(r["epoch"]) > int(last[r["run"]]["epoch"]):
             last[r["run"]] = r
+    # The runs of one configuration (repeats with other seeds) together.
+    configs = {}
+    for r in last.values():
+        key = (r["protocol"], r["n"], r["topology"], int(r["learners"]), r.get("mode"))
+        configs.setdefault(key, []).append(r)
     costs = ["--compute-ms", a.compute_ms, "--model-bytes", a.model_bytes, "--cores", a.cores,
              "--bandwidth-gbs", a.bandwidth_gbs, "--update-ms", a.update_ms,
              "--grad-ms", a.grad_ms, "--crowding-cost", a.crowding_cost, "--request-us", a.request_us,
              "--compute-cv", a.compute_cv]
-    print("| protocol | topology | lambda | updates/s measured | simulated | ratio | mean staleness measured | simulated "
-          "| difference | overlap measured | simulated |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| protocol | topology | lambda | runs | updates/s measured | simulated | ratio | mean staleness measured "
+          "(range) | simulated | difference | overlap measured | simulated |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     worst_rate = worst_stale = 0.0
     skipped = []
-    for r in sorted(last.values(), key=lambda r: (r["protocol"], r["topology"], int(r["learners"]))):
+    for key in sorted(configs, key=lambda k: (k[0], k[2], k[3])):
+        runs = configs[key]
+        r = runs[0]
         proto = r["protocol"]
         if proto in ("allreduce", "easgd") or proto.startswith("gossip"):
-            skipped.append(f"{r['run']} ({proto}: the simulator models the parameter-server protocols only)")
+            skipped.extend(f"{x['run']} ({proto}: the simulator models the parameter-server protocols only)" for x in runs)
             continue
         if proto == "hardsync":
             args = ["--protocol", "hardsync"]
@@ -107,10 +120,16 @@ def main():
             args = ["--protocol", "async"]
         else:
             args = ["--protocol", "softsync", "--n", r["n"]]
-        stale_path = os.path.join(a.out, r["run"], "staleness.json")
-        measured_stale = json.load(open(stale_path))["mean"] if os.path.exists(stale_path) else float(r["staleness_mean"])
-        measured_rate = float(r["updates"]) / float(r["elapsed_s"])
-        measured_overlap = float(r["overlap_ratio"]) if r.get("overlap_ratio") else float("nan")
+        stales = []
+        for x in runs:
+            stale_path = os.path.join(a.out, x["run"], "staleness.json")
+            stales.append(json.load(open(stale_path))["mean"] if os.path.exists(stale_path)
+                          else float(x["staleness_mean"]))
+        measured_stale = sum(stales) / len(stales)
+        measured_rate = sum(float(x["updates"]) / float(x["elapsed_s"]) for x in runs) / len(runs)
+        overlaps = [float(x["overlap_ratio"]) for x in runs if x.get("overlap_ratio")]
+        measured_overlap = sum(overlaps) / len(overlaps) if overlaps else float("nan")
+        run_updates = round(sum(int(x["updates"]) for x in runs) / len(runs))
         ranks = int(r["learners"]) + 2
         tree = tree_layout(os.path.join(a.out, r["run"]))
         if tree:
@@ -121,16 +140,18 @@ def main():
         if r.get("mode") == "overlap":
             args += ["--mode", "overlap"]
         elif not tree:
-            args += ["--request-lag-ms", str(request_lag_ms(ranks))]
+            args += ["--request-lag-ms", str(request_lag_ms(ranks)),
+                     "--request-lag-gradients", str(request_lag_gradients(ranks))]
         s = simulate_like(["--learners", r["learners"], "--message-us", str(message_us(ranks)),
-                           "--latency-us", str(latency_us(ranks))] + args + costs, int(r["updates"]), int(a.updates))
+                           "--latency-us", str(latency_us(ranks))] + args + costs, run_updates, int(a.updates))
         ratio = s["updates_per_s"] / measured_rate
         diff = (s["staleness_mean"] - measured_stale) / measured_stale if measured_stale > 0 else 0.0
         worst_rate = max(worst_rate, abs(ratio - 1))
         worst_stale = max(worst_stale, abs(diff))
-        print(f"| {proto} | {r['topology']} | {r['learners']} | {measured_rate:.1f} | {s['updates_per_s']:.1f} | {ratio:.2f} | "
-              f"{measured_stale:.2f} | {s['staleness_mean']:.2f} | {100 * diff:+.0f}% | {measured_overlap:.2f} | "
-              f"{s['overlap_ratio']:.2f} |")
+        spread = f" ({min(stales):.2f}-{max(stales):.2f})" if len(stales) > 1 else ""
+        print(f"| {proto} | {r['topology']} | {r['learners']} | {len(runs)} | {measured_rate:.1f} | {s['updates_per_s']:.1f} | "
+              f"{ratio:.2f} | {measured_stale:.2f}{spread} | {s['staleness_mean']:.2f} | {100 * diff:+.0f}% | "
+              f"{measured_overlap:.2f} | {s['overlap_ratio']:.2f} |")
     print(f"\nlargest error: updates/s {100 * worst_rate:.0f}%, mean staleness {100 * worst_stale:.0f}%")
     for line in skipped:
         print(f"not simulated: {line}")
