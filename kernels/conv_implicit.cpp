@@ -394,6 +394,7 @@ void ImplicitConvWeights::add_to(const float* const* accs, int count, float* dw,
     // (all of them summed there), and the rows are added into dw with the taps put back in the
     // filters' order. Read column by column instead, each value of acc had been a cache line of its
     // own: about 1 ms for AlexNet conv3's 2304 x 384, longer than one image's products.
+    if (count <= 0) return;
     constexpr int kBlock = 16;
     const int K = g_.col_rows(), blocks = (m_ + kBlock - 1) / kBlock;
     const int nt = omp_in_parallel() ? 1 : std::max(1, std::min(threads, blocks));
