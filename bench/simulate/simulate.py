@@ -342,6 +342,9 @@ def parse(argv=None):
                         "has them: node 0 also holds the root and the statistics server); instead of "
                         "--learners-per-node")
     p.add_argument("--broadcast-fan-out", type=int, default=2, help="adv*: children of each sender in the broadcast")
+    p.add_argument("--forward-core-ms", type=float, default=0.0,
+                   help="adv*: a learner's core time to forward a version to one child (with --cores it shares "
+                        "them with the computations); 0: a forward costs link time only")
     p.add_argument("--node-latency-us", type=float, default=1.0, help="adv, adv*: a learner's message to its leaf PS")
     p.add_argument("--node-bandwidth-gbs", type=float, default=20.0, help="adv, adv*: the node's link to its leaf PS")
     p.add_argument("--compute-ms", type=float, required=True, help="one mini-batch's forward and backward, alone on its cores")

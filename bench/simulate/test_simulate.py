@@ -105,6 +105,18 @@ class Trees(unittest.TestCase):
         # The root sends each version to its 2 broadcast children, and takes 2 sums per update.
         self.assertAlmostEqual(star["ps_mb_per_update"], 4 * 4.0, delta=1.0)
 
+    def test_forwards_on_the_cores_slow_the_learners(self):
+        # 8 learners on 2 cores: the computations alone allow 200 gradients/s. Forwarding each
+        # version takes core time from them (three learners have children), and the versions
+        # reach the leaves of the broadcast later: fewer gradients, staler ones.
+        shared = ["--learners", "8", "--protocol", "async", "--topology", "adv*", "--learners-per-node", "4",
+                  "--cores", "2"] + FREE
+        link_only = simulate(shared)
+        on_cores = simulate(shared + ["--forward-core-ms", "2"])
+        self.assertAlmostEqual(link_only["gradients_per_s"], 200.0, delta=2.0)
+        self.assertLess(on_cores["gradients_per_s"], 0.85 * link_only["gradients_per_s"])
+        self.assertGreater(on_cores["staleness_mean"], link_only["staleness_mean"] + 2.0)
+
 
 class Figure7(unittest.TestCase):
     def test_speedups_of_a_small_sweep(self):

@@ -197,6 +197,12 @@ class TreeSim(Sim):
         self.sending.add(sender)
         a = self.a
         left = self.now
+        if sender >= 0 and a.forward_core_ms > 0:
+            # The learner's receiving thread copies the version to each child on the cores the
+            # computations use (processor sharing), then the message crosses the link.
+            self.run_on_cores(("forward", sender), a.forward_core_ms * 1e-3 * len(self.children(sender)),
+                              self.forwarded, sender, version)
+            return
         for child in self.children(sender):
             if sender < 0:
                 arrive, left = self.transfer(a.model_bytes, False, 0.0)
@@ -206,6 +212,11 @@ class TreeSim(Sim):
                 arrive = left + a.latency_us * 1e-6
             self.at(arrive, self.got_version, child, version)
         self.at(left, self.broadcast_left, sender)
+
+    def forwarded(self, sender, version):
+        for child in self.children(sender):
+            self.at(self.now + self.a.latency_us * 1e-6, self.got_version, child, version)
+        self.broadcast_left(sender)
 
     def broadcast_left(self, sender):
         self.sending.discard(sender)

@@ -74,7 +74,7 @@ def main():
                           ("bandwidth-gbs", "10"), ("update-ms", "0"), ("grad-ms", "0"), ("request-us", "2"),
                           ("compute-cv", "0.1"), ("updates", "3000"), ("message-us", "0"),
                           ("crowding-cost", "0"), ("request-lag-ms", "0"),
-                          ("request-lag-gradients", "0")):
+                          ("request-lag-gradients", "0"), ("forward-core-ms", "0")):
         p.add_argument("--" + name, required=default is None, default=default)
     a = p.parse_args()
     def per_ranks(option, text):
@@ -101,7 +101,7 @@ def main():
     costs = ["--compute-ms", a.compute_ms, "--model-bytes", a.model_bytes, "--cores", a.cores,
              "--bandwidth-gbs", a.bandwidth_gbs, "--update-ms", a.update_ms,
              "--grad-ms", a.grad_ms, "--crowding-cost", a.crowding_cost, "--request-us", a.request_us,
-             "--compute-cv", a.compute_cv]
+             "--compute-cv", a.compute_cv, "--forward-core-ms", a.forward_core_ms]
     print("| protocol | topology | lambda | runs | updates/s measured | simulated | ratio | mean staleness measured "
           "(range) | simulated | difference | overlap measured | simulated |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
