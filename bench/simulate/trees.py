@@ -15,7 +15,9 @@ builds them (dist/topology.h, dist/relay_server.h, dist/weight_broadcast.h):
   learner k forwards what it receives to learners F(k+1) .. F(k+1)+F-1, each sender always the
   newest version it holds once its link is free (versions in between are skipped). Learners
   compute without waiting, on the newest weights they hold; hardsync learners wait for the
-  version after the one their last gradient was computed from.
+  version after the one their last gradient was computed from. With forward_core_ms a forward
+  takes that much core time per child, shared with the computations (a node whose learners
+  forward on the cores they compute on), instead of link time.
 """
 from collections import deque
 
