@@ -45,8 +45,8 @@ RUDRA_SHORT_LOOPS void pad_image(const float* img, const ConvGeometry& g, int hp
 
 // The same into [hp][wp][channels] (GatherConvForward's channels-last layout): each input row's
 // channels are one transpose.
-RUDRA_SHORT_LOOPS void pad_image_channels_last(const float* img, const ConvGeometry& g, int hp, int wp,
-                                               TransposeFn transpose, float* padded, size_t padded_floats) {
+RUDRA_SHORT_LOOPS void pad_image_channels_last(const float* img, const ConvGeometry& g, int wp, TransposeFn transpose,
+                                               float* padded, size_t padded_floats) {
     const long C = g.channels, row = wp * C, plane = static_cast<long>(g.height) * g.width;
     zero_floats(padded, g.pad_h * row);
     for (int iy = 0; iy < g.height; ++iy) {
@@ -57,7 +57,6 @@ RUDRA_SHORT_LOOPS void pad_image_channels_last(const float* img, const ConvGeome
     }
     const long used = (g.pad_h + g.height) * row;
     zero_floats(padded + used, static_cast<long>(padded_floats) - used);
-    (void)hp;
 }
 
 // A pixel's channels in equal runs of at most kc taps (fewer only when no such split exists).
@@ -280,7 +279,7 @@ void GatherConvForward::pack(const float* src, long o_stride, long i_stride, boo
     // Sliver s holds, for each tap in the tile's order, the weights of channels NR s .. NR s + NR - 1.
     const int K = g_.col_rows(), NR = uk_.nr, T = g_.kernel_h * g_.kernel_w, C = g_.channels;
     if (o_round_ != m_) std::fill(packed, packed + packed_floats(), 0.0f);
-    const bool whole = !channels_last_ && !rotate && o_stride == K;  // the sliver is one transpose of its filters
+    const bool whole = !channels_last_ && !rotate;  // the sliver is one transpose of its filters
     // B's row of input channel i and tap t, and the distance between the rows of taps t and t + 1.
     auto row = [&](int i, int t) { return channels_last_ ? static_cast<long>(t) * C + i : static_cast<long>(i) * T + t; };
     const long tap_step = (rotate ? -1 : 1) * (channels_last_ ? C : 1);
@@ -301,7 +300,7 @@ void GatherConvForward::run(const float* packed, const float* img, float* y, flo
     float* padded = scratch;
     float* tile_out = scratch + padded_floats_;  // pixels x NR: one sliver's outputs, transposed
     if (channels_last_)
-        pad_image_channels_last(img, g_, hp_, wp_, transpose_, padded, padded_floats_);
+        pad_image_channels_last(img, g_, wp_, transpose_, padded, padded_floats_);
     else
         pad_image(img, g_, hp_, wp_, padded, padded_floats_);
     const int P = g_.col_cols(), K = g_.col_rows(), MR = uk_.mr, NR = uk_.nr;
@@ -400,7 +399,9 @@ void ImplicitConvWeights::add_to(const float* const* accs, int count, float* dw,
     const int nt = omp_in_parallel() ? 1 : std::max(1, std::min(threads, blocks));
     std::vector<float> scratch(static_cast<size_t>(nt) * 2 * kBlock * K);
     parallel_for(blocks, nt, [&](int b) {
-        float* sum = scratch.data() + static_cast<size_t>(omp_get_thread_num()) * 2 * kBlock * K;
+        // One thread (nt 1) may still be a thread of an enclosing parallel region: slot 0.
+        const int slot = nt == 1 ? 0 : omp_get_thread_num();
+        float* sum = scratch.data() + static_cast<size_t>(slot) * 2 * kBlock * K;
         float* part = sum + static_cast<size_t>(kBlock) * K;
         const int o0 = b * kBlock, n = std::min(kBlock, m_ - o0);
         for (int a = 0; a < count; ++a) {

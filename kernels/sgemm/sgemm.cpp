@@ -46,6 +46,7 @@ BSource b_source_for(const MicroKernel& uk, Trans tb, int m, int64_t ldb) {
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
+// copy_lanes for a full panel of W lanes, W known to the compiler.
 template <int W>
 void copy_full_lanes(const float* src, int64_t ld, int kc, float* d) {
     for (int p = 0; p < kc; ++p, src += ld, d += W)
