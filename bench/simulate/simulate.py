@@ -21,7 +21,10 @@ The model, as `rudra dist` does it (dist/learner.cpp, dist/parameter_server.cpp)
   message at a time each way (latency overlaps, message_us and the bytes do not), a learner's
   its own. message_us is what a message costs beyond its bytes while it holds the sender's link
   (the PS's, and in the trees a leaf PS's node link and a forwarding learner's): on an
-  oversubscribed node, the other rank's wake-up from its wait policy's sleep.
+  oversubscribed node, the other rank's wake-up from its wait policy's sleep. With `cores` set,
+  message_load_us adds to it for each computation per core as the message leaves: the more
+  ranks compute, the later the sleeping receiver gets a core back, and the longer learners wait
+  (what brings the model's overlap ratio to the runs' on 2 shared cores).
 - request_lag_ms (base mode): on a node with more ranks than cores a learner's request, sent
   as its gradient leaves, often reaches the PS only well after the gradient (a rank's messages to
   another keep their order, and the request goes when the learner next gets a core); meanwhile
@@ -96,7 +99,7 @@ class Sim:
     def transfer(self, nbytes, to_ps, learner_free):
         """Arrival time of a message leaving now: the sender's link, then the receiver's."""
         a = self.a
-        wire = nbytes / (a.bandwidth_gbs * 1e9) + a.message_us * 1e-6
+        wire = nbytes / (a.bandwidth_gbs * 1e9) + self.message_hold()
         if to_ps:
             start = max(self.now, learner_free)
             start = max(start, self.ps_in_free)  # the PS's incoming link takes one at a time
@@ -108,6 +111,12 @@ class Sim:
             self.bytes_out += nbytes
         return start + wire + a.latency_us * 1e-6, start + wire
 
+    def message_hold(self):
+        """What a message holds its sender's link for beyond its bytes: message_us, and on shared
+        cores message_load_us for each computation per core as it leaves (the receiver, asleep
+        between its tests, gets a core back later the more ranks want one)."""
+        return (self.a.message_us + self.a.message_load_us * self.load()) * 1e-6
+
     # -- cores ----------------------------------------------------------------------------------
     def run_on_cores(self, key, seconds, done, *args):
         if not self.a.cores:
@@ -116,6 +125,10 @@ class Sim:
         self.advance_jobs()
         self.jobs[key] = [seconds, done, args]
         self.schedule_jobs()
+
+    def load(self):
+        """Computations per core now (0 on dedicated cores)."""
+        return len(self.jobs) / self.a.cores if self.a.cores else 0.0
 
     def rate(self):
         if not self.jobs:
@@ -355,6 +368,10 @@ def parse(argv=None):
     p.add_argument("--bandwidth-gbs", type=float, default=10.0, help="each link's bandwidth, GB/s")
     p.add_argument("--message-us", type=float, default=0.0,
                    help="what a message holds its sender's link for beyond its bytes (0 on dedicated cores)")
+    p.add_argument("--message-load-us", type=float, default=0.0,
+                   help="with --cores: what a message holds its sender's link for beyond --message-us, for each "
+                        "computation per core as it leaves (on an oversubscribed node the receiver gets a core back "
+                        "later the more ranks compute)")
     p.add_argument("--request-lag-ms", type=float, default=0.0,
                    help="base mode: how long after the PS has taken a learner's gradient it takes the learner's next "
                         "request, on average (exponential); 0: the request leaves with the gradient. On an "

@@ -166,6 +166,17 @@ class Costs(unittest.TestCase):
                       "--updates", "2000"])
         self.assertAlmostEqual(r["gradients_per_s"], 500, delta=15)
 
+
+    def test_messages_slower_with_the_computations_on_the_cores(self):
+        # 8 learners on 2 cores: a message holds its link 1 ms longer for each computation per
+        # core, so learners wait longer between gradients and compute a smaller share of the time.
+        # On dedicated cores there is no such load and nothing changes.
+        args = ["--learners", "8", "--protocol", "async"]
+        plain = run(*args, "--cores", "2")
+        loaded = run(*args, "--cores", "2", "--message-load-us", "1000")
+        self.assertLess(loaded["overlap_ratio"], plain["overlap_ratio"] - 0.1)
+        self.assertLess(loaded["gradients_per_s"], plain["gradients_per_s"])
+        self.assertEqual(run(*args)["histogram"], run(*args, "--message-load-us", "1000")["histogram"])
     def test_a_request_behind_its_gradient_lowers_the_staleness(self):
         # Async, 8 learners: with the request at once, each gradient finds the other 7 before it.
         # A request the PS takes a while after the learner's gradient is answered after some of

@@ -64,7 +64,7 @@ class TreeSim(Sim):
     def node_send(self, nbytes, relay, inbound, sender_free=0.0):
         """(arrival, when it left the sender) of a message between a learner and its relay."""
         a = self.a
-        wire = nbytes / (a.node_bandwidth_gbs * 1e9) + a.message_us * 1e-6
+        wire = nbytes / (a.node_bandwidth_gbs * 1e9) + self.message_hold()
         if inbound:
             start = max(self.now, sender_free, relay.in_free)
             relay.in_free = start + wire
@@ -210,7 +210,7 @@ class TreeSim(Sim):
                 arrive, left = self.transfer(a.model_bytes, False, 0.0)
             else:
                 start = max(self.now, self.link_free[sender])
-                left = self.link_free[sender] = start + a.model_bytes / (a.bandwidth_gbs * 1e9) + a.message_us * 1e-6
+                left = self.link_free[sender] = start + a.model_bytes / (a.bandwidth_gbs * 1e9) + self.message_hold()
                 arrive = left + a.latency_us * 1e-6
             self.at(arrive, self.got_version, child, version)
         self.at(left, self.broadcast_left, sender)

@@ -74,7 +74,7 @@ def main():
                           ("bandwidth-gbs", "10"), ("update-ms", "0"), ("grad-ms", "0"), ("request-us", "2"),
                           ("compute-cv", "0.1"), ("updates", "3000"), ("message-us", "0"),
                           ("crowding-cost", "0"), ("request-lag-ms", "0"),
-                          ("request-lag-gradients", "0"), ("forward-core-ms", "0")):
+                          ("request-lag-gradients", "0"), ("forward-core-ms", "0"), ("message-load-us", "0")):
         p.add_argument("--" + name, required=default is None, default=default)
     a = p.parse_args()
     def per_ranks(option, text):
@@ -101,11 +101,12 @@ def main():
     costs = ["--compute-ms", a.compute_ms, "--model-bytes", a.model_bytes, "--cores", a.cores,
              "--bandwidth-gbs", a.bandwidth_gbs, "--update-ms", a.update_ms,
              "--grad-ms", a.grad_ms, "--crowding-cost", a.crowding_cost, "--request-us", a.request_us,
-             "--compute-cv", a.compute_cv, "--forward-core-ms", a.forward_core_ms]
+             "--compute-cv", a.compute_cv, "--forward-core-ms", a.forward_core_ms,
+             "--message-load-us", a.message_load_us]
     print("| protocol | topology | lambda | runs | updates/s measured | simulated | ratio | mean staleness measured "
           "(range) | simulated | difference | overlap measured | simulated |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    worst_rate = worst_stale = 0.0
+    worst_rate = worst_stale = worst_overlap = 0.0
     skipped = []
     for key in sorted(configs, key=lambda k: (k[0], k[2], k[3])):
         runs = configs[key]
@@ -148,11 +149,14 @@ def main():
         diff = (s["staleness_mean"] - measured_stale) / measured_stale if measured_stale > 0 else 0.0
         worst_rate = max(worst_rate, abs(ratio - 1))
         worst_stale = max(worst_stale, abs(diff))
+        if overlaps:
+            worst_overlap = max(worst_overlap, abs(s["overlap_ratio"] - measured_overlap))
         spread = f" ({min(stales):.2f}-{max(stales):.2f})" if len(stales) > 1 else ""
         print(f"| {proto} | {r['topology']} | {r['learners']} | {len(runs)} | {measured_rate:.1f} | {s['updates_per_s']:.1f} | "
               f"{ratio:.2f} | {measured_stale:.2f}{spread} | {s['staleness_mean']:.2f} | {100 * diff:+.0f}% | "
               f"{measured_overlap:.2f} | {s['overlap_ratio']:.2f} |")
-    print(f"\nlargest error: updates/s {100 * worst_rate:.0f}%, mean staleness {100 * worst_stale:.0f}%")
+    print(f"\nlargest error: updates/s {100 * worst_rate:.0f}%, mean staleness {100 * worst_stale:.0f}%, "
+          f"overlap ratio {worst_overlap:.2f}")
     for line in skipped:
         print(f"not simulated: {line}")
     return 0
