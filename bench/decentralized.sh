@@ -25,7 +25,7 @@ run() {  # run DIR METHOD P LR [ARGS...]: one run; ranks: P learners + the stati
     gossip-*) extra=(--tau "$tau") ;;
   esac
   rm -rf "$dir"
-  timeout -k 10 3600 mpiexec -n "$ranks" "$rudra" dist "$solver" --data "$data" --train-limit "$limit" \
+  timeout -k 10 3600 mpiexec -disable-auto-cleanup -n "$ranks" "$rudra" dist "$solver" --data "$data" --train-limit "$limit" \
     --test-limit "${TEST_LIMIT:-0}" --protocol "$method" "${extra[@]}" --base-lr "$lr" --batch "$batch" --epochs "$epochs" --wait-sleep-us 2000 \
     -o "$dir" "$@" >"$dir.log" 2>&1 || echo "decentralized: $dir failed (exit $?), see $dir.log" >&2
 }

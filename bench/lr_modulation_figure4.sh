@@ -11,7 +11,7 @@ rudra=${1:-$src/build/rudra}
 out=${2:-$src/runs/figure4}
 mkdir -p "$out"
 for mod in none average; do
-  OMP_NUM_THREADS=1 mpiexec -n 32 "$rudra" dist "$src/models/cifar10_full_28/cifar10_full_28_solver.prototxt" \
+  OMP_NUM_THREADS=1 mpiexec -disable-auto-cleanup -n 32 "$rudra" dist "$src/models/cifar10_full_28/cifar10_full_28_solver.prototxt" \
     --protocol softsync --n 30 --batch 4 --epochs "${EPOCHS:-3}" --train-limit "${TRAIN_LIMIT:-12000}" \
     --base-lr "${BASE_LR:-0.005}" --lr-modulation "$mod" ${DIST_ARGS:-} -o "$out/$mod" >"$out/$mod.log" 2>&1
   label=$([ "$mod" = none ] && echo "alpha0         " || echo "alpha0/<sigma> ")

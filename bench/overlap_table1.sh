@@ -37,7 +37,7 @@ for round in $(seq 1 "$rounds"); do
       extra=(--topology "$topology" --ranks-per-node "$k")
     fi
     rm -rf "$dir"
-    timeout -k 10 1800 mpiexec -n "$ranks" "$rudra" dist "$solver" --data "$data" --train-limit "$limit" \
+    timeout -k 10 1800 mpiexec -disable-auto-cleanup -n "$ranks" "$rudra" dist "$solver" --data "$data" --train-limit "$limit" \
       --test-limit 100 --protocol "$protocol" --batch "$mu" --epochs 1 --mode "$mode" --wait-sleep-us 2000 \
       "${extra[@]}" -o "$dir" >"$dir.log" 2>&1 || { echo "overlap_table1: $dir failed, see $dir.log" >&2; continue; }
     python3 - "$dir/metrics.jsonl" "$round" "$topology" "${shown:-$ranks}" <<'EOF'

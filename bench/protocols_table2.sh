@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Table II's effect: with the same mu * lambda, hardsync, 1-softsync and lambda-softsync reach
 # about the test accuracy of one learner of mini-batch mu * lambda. Runs the single-learner
-# baseline (`rudra train --batch MU*LAMBDA`) and the three protocols (`mpiexec -n LAMBDA+2 rudra
+# baseline (`rudra train --batch MU*LAMBDA`) and the three protocols (`mpiexec -disable-auto-cleanup -n LAMBDA+2 rudra
 # dist --batch MU`) on Fashion-MNIST with the same rates and schedule (the b128 solver: 10 epochs,
 # the rate divided by 10 after epochs 6 and 8), and prints the test accuracy after every epoch.
 # Usage: bench/protocols_table2.sh [RUDRA] [OUT]   env: LAMBDA (4), MU (32), EPOCHS (10), RUNS
@@ -35,7 +35,7 @@ for run in "hardsync:hardsync:--protocol hardsync" "1-softsync:1-softsync:--prot
   if [ "${WARM:-0}" = 1 ] && [ "$key" != hardsync ]; then
     if [ ! -s "$out/hardsync-1epoch/final.rudra" ]; then
       # shellcheck disable=SC2086
-      OMP_NUM_THREADS=1 mpiexec -n $((lambda + 2)) "$rudra" dist "$solver" --protocol hardsync --batch "$mu" --epochs 1 \
+      OMP_NUM_THREADS=1 mpiexec -disable-auto-cleanup -n $((lambda + 2)) "$rudra" dist "$solver" --protocol hardsync --batch "$mu" --epochs 1 \
         --reference-batch "$big" -o "$out/hardsync-1epoch" >"$out/hardsync-1epoch.log" 2>&1
     fi
     warm=(--warm-start "$out/hardsync-1epoch/final.rudra")
@@ -43,7 +43,7 @@ for run in "hardsync:hardsync:--protocol hardsync" "1-softsync:1-softsync:--prot
   # --reference-batch makes the hardsync scale sqrt(lambda*mu/B) 1 and puts the solver's schedule
   # on the baseline's iterations, so every run uses the baseline's rates.
   # shellcheck disable=SC2086
-  OMP_NUM_THREADS=1 mpiexec -n $((lambda + 2)) "$rudra" dist "$solver" $args --batch "$mu" --epochs "$epochs" \
+  OMP_NUM_THREADS=1 mpiexec -disable-auto-cleanup -n $((lambda + 2)) "$rudra" dist "$solver" $args --batch "$mu" --epochs "$epochs" \
     --reference-batch "$big" ${DIST_ARGS:-} "${warm[@]}" -o "$out/$name" >"$out/$name.log" 2>&1
   stale=$(sed -n 's/.*"staleness_mean":\([0-9.e-]*\).*/\1/p' "$out/$name/metrics.jsonl" | tail -1)
   printf '%-26s test accuracy per epoch: %s (mean staleness %s)\n' "$name mu=$mu lambda=$lambda" \

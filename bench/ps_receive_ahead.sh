@@ -13,7 +13,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/wide_model.sh"
 wide_model "$work" "${WIDE:-4096}"
 run_one() {
-  timeout -k 5 600 mpiexec -n "$ranks" "$rudra" dist "$solver" --data "$data" --batch "${MU:-8}" \
+  timeout -k 5 600 mpiexec -disable-auto-cleanup -n "$ranks" "$rudra" dist "$solver" --data "$data" --batch "${MU:-8}" \
     --train-limit "${TRAIN_LIMIT:-1024}" --test-limit 100 --epochs "$epochs" --protocol async \
     --ps-receive-ahead "$1" ${DIST_ARGS:-} -o "$2" >"$2.log" 2>&1
 }

@@ -46,7 +46,7 @@ rudra_images_per_s() {  # mb backend
   else
     rm -rf "$tmp/out"
     "$rudra" train "$src/models/cifar10_full/cifar10_full_solver.prototxt" --data "$tmp/cifar$1" --batch "$1" \
-      --epochs 1 --threads "$threads" --conv-backend "$2" -o "$tmp/out" >/dev/null
+      --epochs 1 --threads "$threads" --conv-backend "$2" -o "$tmp/out" --overwrite >/dev/null
     grep '"event":"epoch"' "$tmp/out/metrics.jsonl" | tail -1 | sed 's/.*"images_per_s":\([0-9.e+]*\).*/\1/'
   fi
 }

@@ -34,7 +34,7 @@ for proto in ${PROTOCOLS:-softsync async allreduce}; do
       extra+=(--topology "$topology" --ranks-per-node "$k")
     fi
     rm -rf "$dir"
-    timeout -k 10 1800 mpiexec -n "$ranks" "$rudra" dist "$solver" --data "$data" --train-limit "$limit" --test-limit 500 \
+    timeout -k 10 1800 mpiexec -disable-auto-cleanup -n "$ranks" "$rudra" dist "$solver" --data "$data" --train-limit "$limit" --test-limit 500 \
       --protocol "$proto" "${extra[@]}" --batch "${BATCH:-4}" --epochs 1 --wait-sleep-us 2000 -o "$dir" >"$dir.log" 2>&1 ||
       { echo "root_traffic: $dir failed, see $dir.log" >&2; continue; }
     python3 - "$dir/metrics.jsonl" "$proto" "$lambda" "$topology" "${shown:-$ranks}" <<'EOF'

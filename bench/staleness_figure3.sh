@@ -26,7 +26,7 @@ for n in ${NS:-1 2 30}; do
   else
     topology_args=()
   fi
-  OMP_NUM_THREADS=1 mpiexec "${layout[@]}" "$rudra" dist "$src/models/cifar10_full_28/cifar10_full_28_solver.prototxt" \
+  OMP_NUM_THREADS=1 mpiexec -disable-auto-cleanup "${layout[@]}" "$rudra" dist "$src/models/cifar10_full_28/cifar10_full_28_solver.prototxt" \
     --protocol softsync --n "$n" --batch 4 --epochs 1 --train-limit "$limit" --test-limit 1000 --base-lr 0.005 \
     "${topology_args[@]}" ${DIST_ARGS:-} -o "$out/$name" >"$out/$name.log" 2>&1
   perl -MJSON::PP -e '

@@ -13,7 +13,7 @@ opts=("$@")
 run_one() {
   local extra=()
   [ "$1" = on ] && extra=(--timeline "$2.json")
-  timeout -k 5 600 mpiexec -n "$ranks" "$rudra" dist "$solver" --data "$data" --epochs "$epochs" "${opts[@]}" \
+  timeout -k 5 600 mpiexec -disable-auto-cleanup -n "$ranks" "$rudra" dist "$solver" --data "$data" --epochs "$epochs" "${opts[@]}" \
     "${extra[@]}" -o "$2" >"$2.log" 2>&1
 }
 alternate "$rounds" timeline off on

@@ -28,7 +28,7 @@ for seed in ${SEEDS:-1 2}; do
     fi
     name=${topology/\*/star}-seed$seed
     # shellcheck disable=SC2086
-    OMP_NUM_THREADS=1 mpiexec -n "$ranks" "$rudra" dist "$solver" ${PROTOCOL_ARGS:---protocol softsync --n 1} \
+    OMP_NUM_THREADS=1 mpiexec -disable-auto-cleanup -n "$ranks" "$rudra" dist "$solver" ${PROTOCOL_ARGS:---protocol softsync --n 1} \
       --batch "$mu" --epochs "$epochs" --seed "$seed" "${args[@]}" ${DIST_ARGS:-} -o "$out/$name" >"$out/$name.log" 2>&1
     a=$(accs "$out/$name/metrics.jsonl")
     printf '%-5s seed %-3s %3d ranks  test accuracy per epoch: %s\n' "$topology" "$seed" "$ranks" "$a"

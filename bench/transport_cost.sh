@@ -8,7 +8,7 @@ set -euo pipefail
 rudra=$1 data=$2 ranks=${3:-5} rounds=${4:-3} epochs=${5:-4}
 . "$(dirname "$0")/alternating_runs.sh"
 run_one() {
-  UCX_RNDV_THRESH=$1 timeout -k 5 300 mpiexec -n "$ranks" "$rudra" dist "$solver" --data "$data" --batch 16 \
+  UCX_RNDV_THRESH=$1 timeout -k 5 300 mpiexec -disable-auto-cleanup -n "$ranks" "$rudra" dist "$solver" --data "$data" --batch 16 \
     --epochs "$epochs" --protocol async -o "$2" >"$2.log" 2>&1
 }
 alternate "$rounds" UCX_RNDV_THRESH auto inf

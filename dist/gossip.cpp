@@ -51,6 +51,11 @@ public:
     void start() {
         thread_ = std::thread([this] { serve(); });
     }
+    // The serving thread's first bad message, as the loss of its sender; empty while there is none.
+    std::optional<PeerError> failure() {
+        std::lock_guard<std::mutex> lock(mu_);
+        return failure_;
+    }
     // Ends the serving thread once `expected` pushed models have arrived (pull: 0).
     void stop(int64_t expected = 0) {
         if (!thread_.joinable()) return;
@@ -77,24 +82,38 @@ private:
                 continue;  // the peer's loss is the learners' to notice and report
             }
             if (!e) continue;
-            if (mode_ == GossipMode::Pull) {
-                {
-                    std::lock_guard<std::mutex> lock(mu_);
-                    out.assign(reinterpret_cast<const char*>(published_.data()),
-                               reinterpret_cast<const char*>(published_.data() + published_.size()));
-                }
-                t_.send(e->source, kGossipModel, out.data(), out.size());
-            } else {
-                if (in.size() != inbox_.size() * sizeof(float))
-                    throw std::runtime_error("gossip: a model of " + std::to_string(in.size()) + " bytes from rank " +
-                                             std::to_string(e->source) + " does not match this one");
-                const float* m = reinterpret_cast<const float*>(in.data());
+            try {
+                take(*e, in, out);
+            } catch (const PeerError&) {
+                continue;  // a reply to a peer that is gone: the learners notice its loss
+            } catch (const std::exception& error) {
+                // A bad message ends this learner's run as a lost peer would, from the learner's
+                // own thread (failure()): an exception must not leave this thread.
                 std::lock_guard<std::mutex> lock(mu_);
-                for (size_t i = 0; i < inbox_.size(); ++i) inbox_[i] += m[i];
-                ++inbox_count_;
-                ++received_;
+                if (!failure_) failure_ = PeerError(e->source, error.what());
             }
         }
+    }
+
+    void take(const Envelope& e, const std::vector<char>& in, std::vector<char>& out) {
+        if (mode_ == GossipMode::Pull) {
+            {
+                std::lock_guard<std::mutex> lock(mu_);
+                out.assign(reinterpret_cast<const char*>(published_.data()),
+                           reinterpret_cast<const char*>(published_.data() + published_.size()));
+            }
+            t_.send(e.source, kGossipModel, out.data(), out.size());
+            return;
+        }
+        if (in.size() != inbox_.size() * sizeof(float))
+            throw std::runtime_error("gossip: a model of " + std::to_string(in.size()) + " bytes from rank " +
+                                     std::to_string(e.source) + " does not match this one (" +
+                                     std::to_string(inbox_.size() * sizeof(float)) + " bytes)");
+        const float* m = reinterpret_cast<const float*>(in.data());
+        std::lock_guard<std::mutex> lock(mu_);
+        for (size_t i = 0; i < inbox_.size(); ++i) inbox_[i] += m[i];
+        ++inbox_count_;
+        ++received_;
     }
 
     Transport& t_;
@@ -105,6 +124,7 @@ private:
     int inbox_count_ = 0;
     std::atomic<int64_t> received_{0}, expected_{0};
     std::atomic<bool> stopping_{false};
+    std::optional<PeerError> failure_;  // guarded by mu_
     std::thread thread_;
 };
 
@@ -179,6 +199,7 @@ GossipSummary run_gossip_learner(Transport& t, SumGroup& group, const GossipConf
                     loss = work.step();
                 }
                 sum.compute_s += seconds_since(t0);
+                if (auto bad = exchange.failure()) throw *bad;
                 exchange.publish(w);
                 ++sum.steps;
                 if ((before + sum.steps) % cfg.tau == 0) {

@@ -52,22 +52,24 @@ void Heartbeat::beat_received(int rank) {
     ++received_[rank];
 }
 
-void Heartbeat::drain() {
+bool Heartbeat::drain(const KeepWaiting& keep_waiting) {
     stop();
     const int me = t_.rank();
     for (int r = 0; r < t_.size(); ++r) {
         if (r == me) continue;
         const int64_t sent = sent_[r];
-        t_.send(r, kHeartbeatCount, &sent, sizeof sent);
+        if (!t_.send_while(r, kHeartbeatCount, &sent, sizeof sent, keep_waiting)) return false;
     }
     std::vector<char> buf;
     for (int r = 0; r < t_.size(); ++r) {
         if (r == me) continue;
-        t_.recv(r, kHeartbeatCount, buf);
+        if (!t_.recv_while(r, kHeartbeatCount, buf, keep_waiting)) return false;
         int64_t expected = 0;
         if (buf.size() == sizeof expected) std::memcpy(&expected, buf.data(), sizeof expected);
-        for (; received_[r] < expected; ++received_[r]) t_.recv(r, kHeartbeat, buf);
+        for (; received_[r] < expected; ++received_[r])
+            if (!t_.recv_while(r, kHeartbeat, buf, keep_waiting)) return false;
     }
+    return true;
 }
 
 void Heartbeat::heard(int rank) { last_ns_[rank].store(now_ns(), std::memory_order_relaxed); }

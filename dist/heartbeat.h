@@ -48,7 +48,9 @@ public:
     // After stop() on every rank (all alive): receives every heartbeat still on its way here, so
     // that none is left unreceived at MPI_Finalize (over UCX's TCP transport, an unreceived
     // message makes MPI_Finalize wait forever). Each rank tells each other how many it sent.
-    void drain();
+    // Gives up (false) when `keep_waiting` says stop: a peer that never sends its count, or
+    // fewer heartbeats than it claims, is not waited for beyond it.
+    bool drain(const KeepWaiting& keep_waiting);
 
 private:
     void run();

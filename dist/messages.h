@@ -28,6 +28,8 @@ enum Tag : int {
     kGradientSum = 18,    // leaf PS -> its parent (adv): a sum of gradients, and whose they are
     kBroadcastWeights = 19,  // root PS or learner -> learners (adv*): a WeightsReply with the weights, or stop
     kChildDone = 20,      // leaf PS -> its parent (adv): this rank (int64) below me said goodbye
+    kRunIdentity = 21,    // rank 0 -> every rank, at start, once it holds the output folder: the run's id (text)
+    kReadyToTrain = 22,   // any rank -> rank 0 once set up (empty), and rank 0 -> every rank once all are: go
 };
 
 // What a rank took to get going: the seconds from its process's start until it was ready (MPI,

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -93,14 +94,18 @@ std::vector<int> MpiSession::node_of_each_rank() {
     return nodes;
 }
 
-data::SharedBytes MpiSession::map_on_node(const std::function<std::vector<uint8_t>()>& make, const std::string& dir,
-                                          const WaitPolicy& policy, std::string& problem) {
+data::SharedBytes MpiSession::map_on_node(const std::function<std::vector<uint8_t>()>& make, NodeShare& share) {
     // The node's communicator first, all ranks together (a blocking collective polls: ranks
     // waiting in it for one that works would take the cores from it).
     MPI_Comm node;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     int node_rank = 0;
     MPI_Comm_rank(node, &node_rank);
+    const auto wait = [&](MPI_Request& req, const char* what) {
+        if (!complete(share.policy, req, kAnySource, share.keep_waiting))
+            throw PeerError(kAnySource, std::string("the node's ranks did not all come to ") + what +
+                                            " within the start-up time");
+    };
     // Non-blocking collectives, waited for under the policy, for the same reason.
     const auto bcast = [&](void* data, uint64_t count, MPI_Datatype type) {
         constexpr uint64_t kChunk = uint64_t{1} << 30;  // MPI counts are ints
@@ -111,25 +116,29 @@ data::SharedBytes MpiSession::map_on_node(const std::function<std::vector<uint8_
             check(MPI_Ibcast(static_cast<char*>(data) + at * static_cast<uint64_t>(unit),
                              static_cast<int>(std::min(kChunk, count - at)), type, 0, node, &req),
                   "MPI_Ibcast", kAnySource);
-            complete(policy, req, kAnySource, {});
+            wait(req, "share the data set");
         }
     };
     const auto all_of = [&](int ok) {
         int all = 0;
         MPI_Request req;
         check(MPI_Iallreduce(&ok, &all, 1, MPI_INT, MPI_MIN, node, &req), "MPI_Iallreduce", kAnySource);
-        complete(policy, req, kAnySource, {});
+        wait(req, "map the data set");
         return all != 0;
     };
     std::vector<uint8_t> bytes;
+    std::unique_ptr<data::NodeFile> file;
     std::string path;
     if (node_rank == 0) {
+        if (!share.dir.empty()) share.stale_removed = data::remove_stale_shared_files(share.dir);
         bytes = make();
-        if (!dir.empty()) {
+        if (!share.dir.empty()) {
             try {
-                path = data::write_shared_file(dir, bytes);
+                file = std::make_unique<data::NodeFile>(share.dir, bytes);
+                path = file->path();
+                if (share.on_file) share.on_file(path);
             } catch (const std::exception& e) {
-                problem = e.what();
+                share.problem = e.what();
             }
         }
     }
@@ -142,12 +151,15 @@ data::SharedBytes MpiSession::map_on_node(const std::function<std::vector<uint8_
         try {
             out = data::map_shared_file(path, sizes[0]);
         } catch (const std::exception& e) {
-            problem = e.what();
+            share.problem = e.what();
         }
     }
     const bool mapped = all_of(out.keep != nullptr);
     // Every rank has mapped the file, or none will use it: its name can go.
-    if (node_rank == 0 && !path.empty()) unlink(path.c_str());
+    if (file) {
+        file->remove();
+        if (share.on_file) share.on_file("");
+    }
     if (!mapped) {
         bytes.resize(sizes[0]);
         bcast(bytes.data(), sizes[0], MPI_BYTE);

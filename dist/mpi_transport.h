@@ -39,12 +39,20 @@ public:
     // Collective: for every rank of the job, a number naming its node (the lowest rank on it).
     static std::vector<int> node_of_each_rank();
     // Collective over the ranks of this node: the first one calls `make` while the others sleep
-    // under `policy`, and every one returns its bytes. They are one copy for the node: a file in
-    // `dir` (e.g. /dev/shm) that each rank maps read-only, removed as soon as all have mapped it.
-    // Where that fails (no such directory, no room, an empty `dir`), each rank gets a copy of its
-    // own by a broadcast, and `problem` says why on the ranks that saw the failure.
-    static data::SharedBytes map_on_node(const std::function<std::vector<uint8_t>()>& make, const std::string& dir,
-                                         const WaitPolicy& policy, std::string& problem);
+    // under the policy, and every one returns its bytes. They are one copy for the node: a file in
+    // `share.dir` (e.g. /dev/shm) that each rank maps read-only, removed as soon as all have
+    // mapped it (before, the first rank removes the files of dead jobs there). Where that fails
+    // (no such directory, no room, an empty `dir`), each rank gets a copy of its own by a
+    // broadcast, and `share.problem` says why on the ranks that saw the failure.
+    struct NodeShare {
+        std::string dir;
+        WaitPolicy policy;
+        KeepWaiting keep_waiting;  // every wait gives up (PeerError) when it says stop
+        std::function<void(const std::string&)> on_file;  // the node's file while it has a name ("" after)
+        std::string problem;                     // out
+        std::vector<std::string> stale_removed;  // out: dead jobs' files removed
+    };
+    static data::SharedBytes map_on_node(const std::function<std::vector<uint8_t>()>& make, NodeShare& share);
 
 private:
     bool finalize_ = true;

@@ -10,6 +10,7 @@
 #include "dist/messages.h"
 #include "dist/timeline.h"
 #include "dist/traffic.h"
+#include "nn/atomic_file.h"
 
 namespace rudra::dist {
 namespace {
@@ -497,6 +498,8 @@ PsResult ParameterServer::run() {
             }
         } catch (const PeerError&) {
             throw;
+        } catch (const nn::WriteError&) {
+            throw;  // a checkpoint or the final model that could not be written: no fault of the sender
         } catch (const std::exception& error) {
             throw std::runtime_error("PS: message (tag " + std::to_string(e->tag) + ", " + std::to_string(e->bytes) +
                                      " bytes) from rank " + std::to_string(e->source) + ": " + error.what());

@@ -79,14 +79,16 @@ std::string Timeline::events_json() const {
     return out.str();
 }
 
-std::string timeline_part_path(const std::string& path, int rank) { return path + ".rank-" + std::to_string(rank); }
+std::string timeline_part_path(const std::string& parts_dir, const std::string& run_id, int rank) {
+    return parts_dir + "/" + run_id + ".rank-" + std::to_string(rank) + ".json";
+}
 
-int merge_timeline_parts(const std::string& path, int ranks) {
+int merge_timeline_parts(const std::string& path, const std::string& parts_dir, const std::string& run_id, int ranks) {
     std::string merged = "{\"traceEvents\":[\n";
     bool first = true;
     int parts = 0;
     for (int r = 0; r < ranks; ++r) {
-        const std::string part = timeline_part_path(path, r);
+        const std::string part = timeline_part_path(parts_dir, run_id, r);
         std::ifstream in(part);
         if (!in) continue;
         ++parts;

@@ -63,9 +63,11 @@ private:
     Timeline::Clock::time_point begin_{};
 };
 
-// The part file of `rank` for the trace `path`, and the merge of all parts (those present) into
-// `path` as {"traceEvents": [...]}, removing them. Returns the number of parts merged.
-std::string timeline_part_path(const std::string& path, int rank);
-int merge_timeline_parts(const std::string& path, int ranks);
+// The part file of `rank` of run `run_id`, in the run's folder of parts; and the merge of the
+// run's parts (those present) into `path` as {"traceEvents": [...]}, removing them. Returns the
+// number of parts merged. Parts carry the run's identity, so that a killed run's parts are never
+// merged into another's.
+std::string timeline_part_path(const std::string& parts_dir, const std::string& run_id, int rank);
+int merge_timeline_parts(const std::string& path, const std::string& parts_dir, const std::string& run_id, int ranks);
 
 }  // namespace rudra::dist

@@ -101,10 +101,10 @@ std::vector<int> RankLayout::broadcast_children(int rank) const {
     if (broadcast_fan_out_ == 0) return c;
     const int v = rank == 0 ? 0 : learner_index(rank) + 1;
     if (v == 0 && rank != 0) return c;
-    for (int j = 1; j <= broadcast_fan_out_; ++j) {
-        const int child = broadcast_fan_out_ * v + j;
-        if (child <= static_cast<int>(learners_.size())) c.push_back(learners_[static_cast<size_t>(child - 1)]);
-    }
+    // In 64 bits, and only as far as there are learners: F may be far larger than lambda.
+    const int64_t first = int64_t{broadcast_fan_out_} * v + 1, learners = static_cast<int64_t>(learners_.size());
+    for (int64_t child = first; child < first + broadcast_fan_out_ && child <= learners; ++child)
+        c.push_back(learners_[static_cast<size_t>(child - 1)]);
     return c;
 }
 

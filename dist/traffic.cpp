@@ -5,7 +5,10 @@
 namespace rudra::dist {
 
 TrafficReport traffic_report(const Transport& transport, const SumGroup* sums) {
-    const TrafficCounts c = transport.traffic([](int tag) { return tag != kHeartbeat && tag != kHeartbeatCount; });
+    // Training's traffic: not the heartbeats, nor the start-up's messages.
+    const TrafficCounts c = transport.traffic([](int tag) {
+        return tag != kHeartbeat && tag != kHeartbeatCount && tag != kRunIdentity && tag != kReadyToTrain;
+    });
     TrafficReport r{};
     r.sent_messages = c.sent_messages;
     r.sent_bytes = c.sent_bytes;

@@ -43,7 +43,7 @@ struct WaitPolicy {
     bool wait(Done&& done, const std::function<bool()>& keep_waiting) const {
         for (int i = 0; i < spin; ++i)
             if (done()) return true;
-        const timespec pause{0, static_cast<long>(sleep_us) * 1000L};
+        const timespec pause{sleep_us / 1000000, static_cast<long>(sleep_us % 1000000) * 1000L};  // tv_nsec < 1e9
         while (!done()) {
             if (keep_waiting && !keep_waiting()) return false;
             if (sleep_us > 0) nanosleep(&pause, nullptr);

@@ -1,20 +1,35 @@
 #include "session/metrics_log.h"
 
-#include <stdexcept>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "nn/atomic_file.h"
 
 namespace rudra::session {
 
-MetricsLog::MetricsLog(const std::string& path, bool append)
-    : path_(path), out_(path, append ? std::ios::app : std::ios::trunc) {
-    if (!out_) throw std::runtime_error(path + ": cannot open the metrics file for writing");
+MetricsLog::MetricsLog(const std::string& path, bool append) : path_(path) {
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0644);
+    if (fd_ < 0) throw nn::WriteError(path + ": cannot open the metrics file for writing: " + std::strerror(errno));
 }
 
-void MetricsLog::write(const nlohmann::ordered_json& event) { write_line(event.dump()); }
+MetricsLog::~MetricsLog() {
+    if (fd_ >= 0) ::close(fd_);
+}
 
-void MetricsLog::write_line(const std::string& json_line) {
-    out_ << json_line << '\n';
-    out_.flush();
-    if (!out_) throw std::runtime_error(path_ + ": write failed");
+void MetricsLog::write(const nlohmann::ordered_json& event) {
+    const std::string line = event.dump() + "\n";
+    // One write per line where the kernel takes it whole, so that readers (and a kill) see whole lines.
+    for (size_t done = 0; done < line.size();) {
+        const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0)
+            throw nn::WriteError(path_ + ": cannot write a metrics line: " +
+                                 (n == 0 ? std::string("nothing written") : std::string(std::strerror(errno))));
+        done += static_cast<size_t>(n);
+    }
 }
 
 }  // namespace rudra::session

@@ -1,6 +1,5 @@
-// JSON-lines metrics: one object per line, flushed as written, so a crash loses nothing logged.
+// JSON-lines metrics: one object per line, written as it comes, so a crash loses nothing logged.
 #pragma once
-#include <fstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -9,16 +8,19 @@ namespace rudra::session {
 
 class MetricsLog {
 public:
-    // append: continue an existing log (a resumed run) instead of starting a new one.
+    // append: continue an existing log (a resumed run) instead of starting a new one. The file is
+    // never opened through a symbolic link. Throws nn::WriteError naming the file.
     MetricsLog(const std::string& path, bool append);
-    // Keys in the order they are given ("event" first).
+    ~MetricsLog();
+    MetricsLog(const MetricsLog&) = delete;
+    MetricsLog& operator=(const MetricsLog&) = delete;
+    // Keys in the order they are given ("event" first). Throws nn::WriteError (disk full...).
     void write(const nlohmann::ordered_json& event);
     const std::string& path() const { return path_; }
 
 private:
-    void write_line(const std::string& json_line);
     std::string path_;
-    std::ofstream out_;
+    int fd_ = -1;
 };
 
 }  // namespace rudra::session

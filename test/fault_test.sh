@@ -187,5 +187,7 @@ expect_error no_ck "no checkpoint there" --resume "$work"
 expect_error plain_ck "a plain snapshot, not a distributed run's checkpoint" --resume "$work/soft_kill/final.rudra"
 expect_error other_protocol "--protocol \"async\" differs from the checkpoint's \"hardsync\"" --resume "$work/hs_killed" --protocol async
 expect_error done_ck "raise --epochs" --resume "$work/hs_killed"
-expect_error bad_every "--checkpoint-every must be N (updates), Ns (seconds), Nm (minutes) or 0, got '5x'" "$solver" --data "$data" --checkpoint-every 5x
+expect_error bad_every "--checkpoint-every must be N (updates, at most 1e15), Ns (seconds, at most 1e9), Nm (minutes, at most 1e7) or 0, got '5x'" "$solver" --data "$data" --checkpoint-every 5x
+expect_error every_inf "got 'inf'" "$solver" --data "$data" --checkpoint-every inf
+expect_error every_huge "got '1e30s'" "$solver" --data "$data" --checkpoint-every 1e30s
 finish

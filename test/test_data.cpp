@@ -2,10 +2,14 @@
 // seeded prefetching stream.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <ctime>
+#include <fstream>
 #include <functional>
 #include <iterator>
 #include <set>
@@ -264,10 +268,12 @@ TEST_CASE("a node's one copy: written to a memory file, mapped read-only, the tr
     const std::vector<uint8_t> bytes = pack_train_test(t);
     char dir_template[] = "/tmp/rudra-test-shared-XXXXXX";
     const std::string dir = mkdtemp(dir_template);
-    const std::string path = write_shared_file(dir, bytes);
+    NodeFile file(dir, bytes);
+    const std::string path = file.path();
     CHECK(path.rfind(dir + "/rudra-data-", 0) == 0);
     SharedBytes mapped = map_shared_file(path, bytes.size());
-    CHECK(unlink(path.c_str()) == 0);  // the mapping outlives the name, as on a node
+    file.remove();  // the mapping outlives the name, as on a node
+    CHECK(access(path.c_str(), F_OK) != 0);
     REQUIRE(mapped.data != nullptr);
     CHECK(std::equal(bytes.begin(), bytes.end(), mapped.data));
     TrainTest v = view_train_test(mapped.data, mapped.size, std::move(mapped.keep));
@@ -298,12 +304,46 @@ TEST_CASE("a node's one copy: written to a memory file, mapped read-only, the tr
     CHECK(std::equal(t.train.sample(4), t.train.sample(4) + 6, h.train.sample(4)));
 
     // Failures name the file and the reason, and leave nothing behind.
-    CHECK_THROWS_WITH(write_shared_file(dir + "/none", bytes), doctest::Contains("cannot create a file"));
+    CHECK_THROWS_WITH(NodeFile(dir + "/none", bytes), doctest::Contains("cannot create a file"));
     CHECK_THROWS_WITH(map_shared_file(dir + "/none", 4), doctest::Contains((dir + "/none: cannot open").c_str()));
-    const std::string other = write_shared_file(dir, bytes);
-    CHECK_THROWS_WITH(map_shared_file(other, bytes.size() + 1), doctest::Contains("bytes, expected"));
-    CHECK(unlink(other.c_str()) == 0);
+    {
+        const NodeFile other(dir, bytes);
+        CHECK_THROWS_WITH(map_shared_file(other.path(), bytes.size() + 1), doctest::Contains("bytes, expected"));
+    }  // removed by its destructor
     CHECK_THROWS_WITH_AS(view_train_test(bytes.data(), bytes.size() - 3, held.keep), doctest::Contains("truncated"),
                          DataError);
     CHECK(rmdir(dir.c_str()) == 0);  // empty
+}
+
+TEST_CASE("a dead job's node file is removed at the next start; a live writer's is not") {
+    char dir_template[] = "/tmp/rudra-test-stale-XXXXXX";
+    const std::string dir = mkdtemp(dir_template);
+    const std::vector<uint8_t> bytes(100, 7);
+    const auto age = [&](const std::string& path, int seconds) {
+        const timespec past[2] = {{time(nullptr) - seconds, 0}, {time(nullptr) - seconds, 0}};
+        REQUIRE(utimensat(AT_FDCWD, path.c_str(), past, 0) == 0);
+    };
+    NodeFile live(dir, bytes);
+    age(live.path(), 60);
+    // A dead writer's file: the same bytes with nobody's claim on it.
+    const std::string dead = dir + "/rudra-data-dead01";
+    { std::ofstream(dead, std::ios::binary) << "leftover"; }
+    age(dead, 60);
+    // One just created, not yet claimed: too young to be judged.
+    const std::string young = dir + "/rudra-data-young1";
+    { std::ofstream(young, std::ios::binary) << "new"; }
+    const std::string other = dir + "/not-ours";
+    { std::ofstream(other, std::ios::binary) << "x"; }
+    age(other, 60);
+    const std::vector<std::string> removed = remove_stale_shared_files(dir);
+    REQUIRE(removed.size() == 1);
+    CHECK(removed[0] == "rudra-data-dead01");
+    CHECK(access(dead.c_str(), F_OK) != 0);
+    CHECK(access(live.path().c_str(), F_OK) == 0);
+    CHECK(access(young.c_str(), F_OK) == 0);
+    CHECK(access(other.c_str(), F_OK) == 0);
+    CHECK(remove_stale_shared_files(dir + "/none").empty());
+    live.remove();
+    for (const std::string& p : {young, other}) unlink(p.c_str());
+    CHECK(rmdir(dir.c_str()) == 0);
 }

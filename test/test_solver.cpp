@@ -230,6 +230,39 @@ TEST_CASE("atomic files: a stale .tmp is removed; a write into a missing folder 
         error = e.what();
     }
     CHECK(error.find("no-such-dir/x.tmp: cannot create") != std::string::npos);
+    CHECK_THROWS_AS(write_file_atomically(tmp("no-such-dir") + "/x", "y"), WriteError);
+}
+
+TEST_CASE("atomic files: the temporary file is created anew, never through a link planted under its name") {
+    const std::string path = tmp("linked.txt"), target = tmp("victim.txt");
+    std::ofstream(target) << "not to be touched";
+    std::filesystem::remove(path + ".tmp");
+    std::filesystem::create_symlink(target, path + ".tmp");
+    write_file_atomically(path, "whole");
+    std::string text;
+    std::getline(std::ifstream(target), text);
+    CHECK(text == "not to be touched");
+    std::getline(std::ifstream(path), text);
+    CHECK(text == "whole");
+    CHECK_FALSE(std::filesystem::is_symlink(path));
+    CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+    // A stale temporary file of a killed writer is replaced, not appended to.
+    std::ofstream(path + ".tmp") << "left by a killed writer, much longer than what comes";
+    write_file_atomically(path, "new");
+    std::getline(std::ifstream(path), text);
+    CHECK(text == "new");
+}
+
+TEST_CASE("check_can_write: a missing folder is refused before any work, naming it") {
+    CHECK_NOTHROW(check_can_write(tmp("trace.json"), "the trace"));
+    std::string error;
+    try {
+        check_can_write(tmp("none") + "/trace.json", "the --timeline trace");
+    } catch (const WriteError& e) {
+        error = e.what();
+    }
+    CHECK(error.find("the --timeline trace cannot be written: the folder " + tmp("none") + " does not exist") !=
+          std::string::npos);
 }
 
 TEST_CASE("a short seeded training run: the loss falls and the test net shares the weights") {

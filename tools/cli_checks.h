@@ -24,6 +24,22 @@ inline CLI::Validator integer_at_least(long long min, const std::string& what) {
 inline const CLI::Validator kPositiveInteger = integer_at_least(1, "a positive integer");
 inline const CLI::Validator kNonNegativeInteger = integer_at_least(0, "a non-negative integer");
 
+// An integer in [min, max], for options held in an int or used in sizes (a value past the type
+// would wrap where it is used).
+inline CLI::Validator integer_in(long long min, long long max, const std::string& what) {
+    return CLI::Validator(
+        [min, max, what](std::string& s) -> std::string {
+            const bool digits = !s.empty() && s.size() <= 18 && s.find_first_not_of("0123456789") == std::string::npos;
+            if (!digits || std::stoll(s) < min) return "must be " + what + ", got '" + s + "'";
+            if (std::stoll(s) > max) return "must be " + what + " of at most " + std::to_string(max) + ", got '" + s + "'";
+            return "";
+        },
+        what);
+}
+
+inline const CLI::Validator kPositiveInt = integer_in(1, 2147483647, "a positive integer");
+inline const CLI::Validator kNonNegativeInt = integer_in(0, 2147483647, "a non-negative integer");
+
 // A finite number in [min, max) (max excluded when `below`), or above `min` when `above`.
 inline CLI::Validator number_in(double min, double max, bool above, bool below, const std::string& what) {
     return CLI::Validator(

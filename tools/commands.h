@@ -22,6 +22,7 @@ struct TrainOptions {
     int64_t seed = -1;   // -1: the solver's random_seed, else 1
     std::string output;  // metrics and snapshots
     std::string resume;  // snapshot to continue from
+    bool overwrite = false;  // replace another run's files in `output` (a fresh run refuses them)
     nn::KernelOptions kernels;  // --conv-backend
     std::string bind = "auto";  // on | auto | off (bind_threads)
 };
@@ -99,6 +100,8 @@ struct DistOptions {
     std::string resume;         // a checkpoint, or the output directory that holds one
     std::string checkpoint_every = "600s";  // N updates or Ns seconds between checkpoints; 0: none
     double peer_timeout = 15;   // seconds of silence after which a rank is lost
+    double startup_timeout = 600;  // seconds from a rank's start to training (every rank set up)
+    bool overwrite = false;     // replace another run's files in `output` (a fresh run refuses them)
     int tau = 1;                // EASGD, gossip: local steps between exchanges (with the centre, or a peer)
     double beta = 0;            // EASGD: moving rate in (0, 1] (0: 0.9 / learners)
     std::string straggler;      // RANK:FACTOR: that learner's compute is slowed FACTOR times ("": none)
@@ -113,6 +116,13 @@ struct DistOptions {
     int broadcast_fan_out = 2;  // adv*: learners each forwards the weights to
     std::set<std::string> given;  // options on the command line ("--protocol", "solver"): a resume keeps the rest
 };
+// `rudra checkpoint`: a distributed run's checkpoint, described.
+struct CheckpointOptions {
+    std::string path;   // a checkpoint, or the output directory holding one
+    std::string field;  // print only this field's value ("": the whole JSON line)
+};
+int run_checkpoint(const CheckpointOptions& o);
+
 // Initialises MPI itself (MPI_THREAD_MULTIPLE); every rank runs this.
 int run_dist(const DistOptions& o, int* argc, char*** argv);
 

@@ -45,12 +45,14 @@
 #include "nn/atomic_file.h"
 #include "nn/snapshot.h"
 #include "session/metrics_log.h"
+#include "session/run_folder.h"
 #include "session/training_session.h"
 #include "tools/commands.h"
 #include "tools/dist_checkpoint.h"
 #include "tools/dist_roles.h"
 #include "tools/exit_codes.h"
 #include "tools/rank_guard.h"
+#include "tools/startup_watch.h"
 
 namespace rudra::tools {
 namespace {
@@ -58,8 +60,9 @@ namespace {
 namespace fs = std::filesystem;
 using namespace dist_run;
 
-// Set by the signal handlers, read by the PS between messages. Every rank takes SIGTERM, SIGINT
-// and SIGUSR1 (mpiexec and srun pass them to all): the PS acts on them, the others leave the
+// Set by the signal handlers, read by the PS between messages. Every rank takes SIGTERM, SIGINT,
+// SIGHUP, SIGUSR2 (stop with a checkpoint: a closed terminal, LSF's warning action) and SIGUSR1
+// (a checkpoint) (mpiexec and srun pass them to all): the PS acts on them, the others leave the
 // stopping to it. Replacing MPICH's SIGUSR1 handler also keeps a rank alive when mpiexec
 // -disable-auto-cleanup signals it that another rank died.
 std::atomic<bool> g_stop_requested{false}, g_checkpoint_requested{false};
@@ -70,21 +73,24 @@ void install_signal_handlers() {
     struct sigaction sa {};
     sigemptyset(&sa.sa_mask);
     sa.sa_handler = on_dist_stop_signal;
-    sigaction(SIGTERM, &sa, nullptr);
-    sigaction(SIGINT, &sa, nullptr);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGUSR2}) sigaction(sig, &sa, nullptr);
     sa.sa_handler = on_dist_checkpoint_signal;
     sigaction(SIGUSR1, &sa, nullptr);
+    // A file-size limit (ulimit -f) makes a write fail (EFBIG), reported as a failed write,
+    // instead of killing the rank.
+    std::signal(SIGXFSZ, SIG_IGN);
 }
 
 // Ends this rank at once when rank 0 (the PS, or a decentralized run's first learner) falls
 // silent: what it holds is in rank 0's checkpoints.
-dist::HeartbeatConfig watch_ps(const DistOptions& o, int rank, bool decentralized) {
+dist::HeartbeatConfig watch_ps(const DistOptions& o, int rank, bool decentralized, StartupWatch& startup) {
     dist::HeartbeatConfig hc;
     hc.notify = {kPsRank};
     hc.watch = kPsRank;
     hc.timeout_s = o.peer_timeout;
     const char* who = decentralized ? "the first learner" : "the parameter server";
-    hc.on_silent = [rank, who, out = o.output](int, double silent) {
+    hc.on_silent = [rank, who, out = o.output, &startup](int, double silent) {
+        startup.remove_held_file();
         std::fflush(stdout);
         std::fprintf(stderr,
                      "rudra dist [rank %d]: error: %s (rank 0) has not been heard from for %.1f s: it "
@@ -263,6 +269,48 @@ int run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, const dist:
     return code;
 }
 
+// This process's rank as its launcher numbered it (before MPI is up), or -1.
+int launcher_rank() {
+    for (const char* name : {"PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"})
+        if (const char* v = std::getenv(name); v && *v) return std::atoi(v);
+    return -1;
+}
+
+// Rank 0 takes the output folder (session/run_folder.h: refused when another run's files or a
+// live run are there), checks that the --timeline trace can be written, clears the parts of
+// killed runs' traces, and sends every rank the run's identity; the others wait for it, so that
+// no rank writes into the folder before it is this run's. Returns the identity.
+std::string claim_output(const DistOptions& o, const std::optional<DistCheckpoint>& resume, dist::Transport& t,
+                         const StartupWatch& startup, std::optional<session::RunFolder>& folder) {
+    std::vector<char> id;
+    if (t.rank() != kPsRank) {
+        if (!t.recv_while(kPsRank, dist::kRunIdentity, id, startup.keep_waiting()))
+            throw dist::PeerError(kPsRank, "rank 0 did not take the output folder within the start-up allowance");
+        return std::string(id.begin(), id.end());
+    }
+    std::error_code ec;
+    const bool into_checkpoint_folder =
+        resume && fs::weakly_canonical(o.output, ec) == fs::weakly_canonical(fs::path(resume->path).parent_path(), ec);
+    const auto start = into_checkpoint_folder ? session::RunFolder::Start::Resume
+                       : o.overwrite          ? session::RunFolder::Start::Overwrite
+                                              : session::RunFolder::Start::Fresh;
+    folder.emplace(o.output, start, "rudra dist --resume " + o.output);
+    if (!o.timeline.empty()) nn::check_can_write(o.timeline, "the --timeline trace");
+    const fs::path parts = fs::path(o.output) / "timeline-parts";
+    fs::remove_all(parts, ec);
+    if (!o.timeline.empty()) {
+        fs::create_directories(parts, ec);
+        if (ec) throw nn::WriteError(parts.string() + ": cannot create the folder of the trace's parts: " + ec.message());
+    }
+    char host[64] = "host";
+    gethostname(host, sizeof host - 1);
+    const std::string text = std::string(host) + "-" + std::to_string(getpid()) + "-" + std::to_string(std::time(nullptr));
+    for (int r = 1; r < t.size(); ++r)
+        if (!t.send_while(r, dist::kRunIdentity, text.data(), text.size(), startup.keep_waiting()))
+            throw dist::PeerError(r, "rank " + std::to_string(r) + " did not take the run's identity within the start-up allowance");
+    return text;
+}
+
 }  // namespace
 
 int run_dist(const DistOptions& options, int* argc, char*** argv) {
@@ -271,6 +319,9 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
     // At once: a stop requested while the rank starts (a batch system's signal can come that
     // early) is kept for the PS, which stops with a checkpoint as soon as its loop starts.
     install_signal_handlers();
+    // From before MPI_Init, which waits for every rank of the job: a rank that dies while
+    // starting must not leave the others waiting forever.
+    StartupWatch startup(launcher_rank(), options.startup_timeout, options.peer_timeout);
     dist::MpiSession mpi(argc, argv);
     install_signal_handlers();  // again: MPI_Init installs its own for SIGUSR1
     DistOptions o = options;
@@ -280,6 +331,7 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
     if (o.wait_sleep_us >= 0) wait.sleep_us = o.wait_sleep_us;
     dist::MpiTransport transport(wait);
     const int rank = transport.rank();
+    startup.mpi_started(rank);
     int code = 0;
     try {
         kernels::selected_micro_kernel();  // a bad RUDRA_ISA or RUDRA_SGEMM_BLOCKS, before any work
@@ -305,6 +357,24 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
         parse_checkpoint_every(o.checkpoint_every);  // checked on every rank
         // No PS: every rank but the statistics server learns.
         const bool decentralized = o.protocol == "allreduce" || gossip;
+        // Heartbeats from here on: rank 0 sends them to every rank, the others to rank 0 and end
+        // when it falls silent; until training starts, rank 0 ends the job when another rank does.
+        dist::HeartbeatConfig beats = watch_ps(o, rank, decentralized, startup);
+        if (rank == kPsRank) {
+            beats = dist::HeartbeatConfig();
+            beats.notify = ranks_from(1, transport.size());
+        }
+        dist::Heartbeat heartbeat(transport, beats);
+        const StartupWatch::HeartbeatsWatched watched =
+            rank == kPsRank ? startup.watch(heartbeat, transport.size()) : StartupWatch::HeartbeatsWatched(nullptr);
+        if (rank == kPsRank) {
+            if (const std::string warning = launcher_warning(); !warning.empty())
+                std::fprintf(stderr, "rudra dist: warning: %s\n", warning.c_str());
+        }
+        // The output folder is this run's before any rank writes to it.
+        std::optional<session::RunFolder> folder;
+        const std::string run_id = claim_output(o, resume, transport, startup, folder);
+        const std::string parts_dir = (fs::path(o.output) / "timeline-parts").string();
         const dist::Topology topology = dist::parse_topology(o.topology);
         if (topology != dist::Topology::Base) {
             if (decentralized || o.protocol == "easgd")
@@ -361,15 +431,21 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
         }
         s.resume = std::move(resume);
         s.stop_requested = [] { return g_stop_requested.load(); };
+        s.keep_starting = startup.keep_waiting();
+        s.started = [&startup] { startup.training_started(); };
         // One rank per node reads and decompresses the data set (with 32 ranks on 2 cores, each
         // decompressing Fashion-MNIST itself took 22 s of start-up), and the node's ranks share
         // that one copy of the training images, mapped from a memory file.
-        std::string share_problem;
+        dist::MpiSession::NodeShare share{o.node_data_dir, wait, startup.keep_waiting(),
+                                          [&startup](const std::string& path) { startup.hold_file(path); }, {}, {}};
         data::SharedBytes node_copy = dist::MpiSession::map_on_node(
-            [&] { return data::pack_train_test(session::load_data(o.data)); }, o.node_data_dir, wait, share_problem);
-        if (!share_problem.empty())
+            [&] { return data::pack_train_test(session::load_data(o.data)); }, share);
+        if (!share.problem.empty())
             std::fprintf(stderr, "rank %d: the node's ranks do not share one copy of the data set (%s); each holds its own\n",
-                         rank, share_problem.c_str());
+                         rank, share.problem.c_str());
+        if (!share.stale_removed.empty())
+            std::printf("rank %d: removed %zu data-set file(s) of jobs that died from %s\n", rank,
+                        share.stale_removed.size(), o.node_data_dir.c_str());
         // The training set alone keeps the copy (the test set is copied out): letting it go frees it.
         data::TrainTest sets = data::view_train_test(node_copy.data, node_copy.size, std::move(node_copy.keep));
         // The ranks that do not train (the PS, leaf PSs, the statistics server) let the training
@@ -379,13 +455,6 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
         if (!s.resume && done_epochs >= o.epochs)
             throw std::runtime_error(o.warm_start + " has trained " + std::to_string(done_epochs) +
                                      " epochs already; --epochs is the total and must be larger");
-        // Rank 0 sends heartbeats to every rank; the others to rank 0, and end when it falls silent.
-        dist::HeartbeatConfig beats = watch_ps(o, rank, decentralized);
-        if (rank == kPsRank) {
-            beats = dist::HeartbeatConfig();
-            beats.notify = ranks_from(1, transport.size());
-        }
-        dist::Heartbeat heartbeat(transport, beats);
         if (decentralized) {
             dist::MpiSumGroup group(rank != kStatsRank, wait);  // collective: every rank builds it
             fs::create_directories(o.output);
@@ -423,19 +492,52 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
         // every rank is here. A rank that never comes is gone: MPI_Finalize would wait for it.
         heartbeat.stop();
         for (int sig : {SIGTERM, SIGINT}) std::signal(sig, SIG_DFL);
-        if (timeline) nn::write_file_atomically(dist::timeline_part_path(o.timeline, rank), timeline->events_json());
-        const auto give_up = std::chrono::steady_clock::now() +
-                             std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                 std::chrono::duration<double>(o.peer_timeout));
-        if (transport.barrier_while(dist::until(give_up))) heartbeat.drain();
-        else mpi.peer_lost();
+        if (timeline) {
+            try {
+                nn::write_file_atomically(dist::timeline_part_path(parts_dir, run_id, rank), timeline->events_json());
+            } catch (const nn::WriteError& e) {  // the run is done: its trace lacks this rank's part
+                std::fprintf(stderr, "rudra dist [rank %d]: warning: %s\n", rank, e.what());
+            }
+        }
+        const auto after = [&](double seconds) {
+            return std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                          std::chrono::duration<double>(seconds));
+        };
+        // The barrier and the drain each within the peer timeout: a rank that never comes, or
+        // sends fewer heartbeats than it says, is gone (MPI_Finalize would wait for it).
+        if (!transport.barrier_while(dist::until(after(o.peer_timeout))) ||
+            !heartbeat.drain(dist::until(after(o.peer_timeout))))
+            mpi.peer_lost();
         // Every rank that is still here has written its part of the timeline.
         if (timeline && rank == kPsRank) {
-            const int parts = dist::merge_timeline_parts(o.timeline, transport.size());
-            say("timeline: " + o.timeline + " (" + std::to_string(parts) + " of " + std::to_string(transport.size()) +
-                " ranks; open it in Perfetto or chrome://tracing)");
+            try {
+                const int parts = dist::merge_timeline_parts(o.timeline, parts_dir, run_id, transport.size());
+                say("timeline: " + o.timeline + " (" + std::to_string(parts) + " of " +
+                    std::to_string(transport.size()) + " ranks; open it in Perfetto or chrome://tracing)");
+            } catch (const nn::WriteError& e) {
+                std::fprintf(stderr, "rudra dist [rank 0]: error: the trace could not be written: %s (the parts stay in %s)\n",
+                             e.what(), parts_dir.c_str());
+                if (code == 0) code = kExitWriteFailed;
+            }
         }
+    } catch (const nn::WriteError& e) {
+        // Disk full, a quota, permissions: no fault of the input or of a peer. What was written
+        // before stays whole (a checkpoint is replaced only by a complete one).
+        const bool trained = startup.started();
+        startup.remove_held_file();
+        const std::string ck = checkpoint_path(o.output);
+        std::string kept = !trained                 ? "nothing was trained"
+                           : fs::exists(ck)         ? "the newest checkpoint written, " + ck + ", is whole"
+                                                    : "no checkpoint had been written yet";
+        std::fflush(stdout);
+        std::fprintf(stderr, "rudra dist [rank %d]: error: a file could not be written: %s. Every rank stops (exit code %d); %s%s\n",
+                     rank, e.what(), kExitWriteFailed, kept.c_str(),
+                     trained && fs::exists(ck) ? (". Once the cause is fixed, go on with: rudra dist --resume " + o.output).c_str() : "");
+        std::fflush(stderr);
+        usleep(300000);  // let mpiexec relay the message before MPI_Abort ends its proxies
+        dist::MpiSession::abort_all(kExitWriteFailed);
     } catch (const std::exception& e) {
+        startup.remove_held_file();
         // The same bad input fails on every rank: rank 0 reports it and ends them all; a rank
         // that fails alone reports after a moment and ends them all.
         if (rank != kPsRank) sleep(2);

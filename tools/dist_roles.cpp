@@ -177,7 +177,9 @@ void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, 
     const bool measure_once = spec.kernels.uses_auto() && learners.size() > 1;
     if (measure_once && rank != learners[0]) {
         std::vector<char> text;
-        t.recv(learners[0], dist::kKernelChoices, text);
+        if (!t.recv_while(learners[0], dist::kKernelChoices, text, s.keep_starting))
+            throw dist::PeerError(learners[0], "rank " + std::to_string(learners[0]) +
+                                                   " did not send the --conv-backend choices within the start-up time");
         spec.kernels.conv.assign(text.begin(), text.end());
     }
     // EASGD's learners take local steps with a solver of their own.
@@ -258,7 +260,25 @@ void training_starts(dist::Transport& t, const Setup& s) {
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - s.process_start).count();
     };
     const double ready = since_start();
-    t.barrier();
+    // Every rank tells rank 0 it is ready and waits for rank 0's word: either every rank starts,
+    // or rank 0 ends the job (a rank lost during start-up, tools/startup_watch.h). A barrier could
+    // complete on some ranks and not on others when a rank dies inside it.
+    std::vector<char> word;
+    const auto late = [](int peer, const std::string& what) {
+        return dist::PeerError(peer, what + " within the start-up allowance (--startup-timeout)");
+    };
+    if (t.rank() == kPsRank) {
+        for (int r = 1; r < t.size(); ++r)
+            if (!t.recv_while(r, dist::kReadyToTrain, word, s.keep_starting))
+                throw late(r, "rank " + std::to_string(r) + " did not get ready");
+        for (int r = 1; r < t.size(); ++r)
+            if (!t.send_while(r, dist::kReadyToTrain, nullptr, 0, s.keep_starting))
+                throw late(r, "rank " + std::to_string(r) + " did not take the word to start");
+    } else if (!t.send_while(kPsRank, dist::kReadyToTrain, nullptr, 0, s.keep_starting) ||
+               !t.recv_while(kPsRank, dist::kReadyToTrain, word, s.keep_starting)) {
+        throw late(kPsRank, "rank 0 did not give the word to start");
+    }
+    if (s.started) s.started();
     // VmRSS: all resident memory; RssAnon: the part no other process maps.
     int64_t resident_kb = 0, private_kb = 0;
     if (std::FILE* f = std::fopen("/proc/self/status", "r")) {
@@ -295,9 +315,12 @@ CheckpointEvery parse_checkpoint_every(const std::string& text) {
     } catch (const std::exception&) {
     }
     const std::string unit = text.substr(std::min(used, text.size()));
-    if (v < 0 || !(unit.empty() || unit == "s" || unit == "m") || (unit.empty() && v != std::floor(v)))
-        throw std::runtime_error("--checkpoint-every must be N (updates), Ns (seconds), Nm (minutes) or 0, got '" +
-                                 text + "'");
+    // Finite and within what an int64 of updates or a duration of seconds holds (inf, nan and
+    // 1e30 would not convert).
+    const double most = unit == "m" ? 1e7 : unit == "s" ? 1e9 : 1e15;
+    if (!(v >= 0 && v <= most) || !(unit.empty() || unit == "s" || unit == "m") || (unit.empty() && v != std::floor(v)))
+        throw std::runtime_error("--checkpoint-every must be N (updates, at most 1e15), Ns (seconds, at most 1e9), "
+                                 "Nm (minutes, at most 1e7) or 0, got '" + text + "'");
     CheckpointEvery every;
     if (unit.empty()) every.updates = static_cast<int64_t>(v);
     else every.seconds = unit == "m" ? v * 60 : v;

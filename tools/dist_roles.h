@@ -44,6 +44,10 @@ struct Setup {
     dist::Timeline* timeline = nullptr;  // --timeline: this rank's spans
     dist::RankLayout layout;  // the PS protocols: who is a learner, a leaf PS, whose parent
     std::chrono::steady_clock::time_point process_start;  // this rank's
+    // Start-up waits go on while this says so (the start-up allowance, tools/startup_watch.h);
+    // `started` is called once training starts.
+    dist::KeepWaiting keep_starting;
+    std::function<void()> started;
 
     const nn::LayerSpec& train_layer() const { return *spec.net.data_layer(nn::Phase::Train); }  // read_setup checks it
 };
@@ -55,8 +59,9 @@ struct CheckpointEvery {
 };
 CheckpointEvery parse_checkpoint_every(const std::string& text);
 
-// Every rank, once its role is set up: waits for the others (so that training starts together),
-// then tells the statistics server its start-up time and resident memory.
+// Every rank, once its role is set up: waits for the others (so that training starts together;
+// a PeerError when they do not all come within the start-up allowance), then tells the
+// statistics server its start-up time and resident memory.
 void training_starts(dist::Transport& t, const Setup& s);
 
 // A checkpoint's metadata, for the PS protocols and the decentralized ones alike: its format, why

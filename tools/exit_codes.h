@@ -1,10 +1,12 @@
-// `rudra dist`'s exit codes (README, "Faults"): 0 done, 1 bad input, 3 stopped because a learner
-// was lost (hardsync, all-reduce, gossip, or every learner), 4 rank 0 was lost, 130 stopped by a signal
-// (with a checkpoint to go on from).
+// Exit codes of `rudra` (README, "Faults"): 0 done, 1 bad input, 3 stopped because a rank was
+// lost (a learner under hardsync, all-reduce or gossip, every learner, or any rank during
+// start-up), 4 rank 0 was lost, 5 a file could not be written (disk full, quota, permissions:
+// the previous checkpoint is kept; not worth retrying until the cause is fixed), 130 stopped by a
+// signal (with a checkpoint to go on from).
 #pragma once
 
 namespace rudra::tools {
 
-constexpr int kExitLearnerLost = 3, kExitPsLost = 4, kExitStopped = 130;
+constexpr int kExitLearnerLost = 3, kExitPsLost = 4, kExitWriteFailed = 5, kExitStopped = 130;
 
 }  // namespace rudra::tools

@@ -9,7 +9,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <initializer_list>
+#include <sstream>
+#include <string>
+#include <vector>
 
 namespace rudra::tools {
 namespace {
@@ -28,7 +32,47 @@ const char* rank_text() {
     return "?";
 }
 
+// The command line of process `pid`, its arguments split; empty when it cannot be read.
+std::vector<std::string> command_line(long pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+    std::vector<std::string> args;
+    std::string arg;
+    while (std::getline(in, arg, '\0')) args.push_back(arg);
+    return args;
+}
+
+long parent_of(long pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    std::getline(in, line);
+    const size_t close = line.rfind(')');  // the name may hold spaces and parentheses
+    if (close == std::string::npos) return 0;
+    std::istringstream rest(line.substr(close + 1));
+    std::string state;
+    long ppid = 0;
+    rest >> state >> ppid;
+    return ppid;
+}
+
 }  // namespace
+
+std::string launcher_warning() {
+    long pid = getppid();
+    for (int depth = 0; depth < 8 && pid > 1; ++depth, pid = parent_of(pid)) {
+        const std::vector<std::string> args = command_line(pid);
+        if (args.empty()) continue;
+        const std::string name = args[0].substr(args[0].rfind('/') + 1);
+        if (name != "mpiexec" && name != "mpiexec.hydra" && name != "mpirun" && name != "mpiexec.mpich" &&
+            name != "mpirun.mpich")
+            continue;
+        for (const std::string& a : args)
+            if (a == "-disable-auto-cleanup" || a == "--disable-auto-cleanup") return "";
+        return "started by " + name +
+               " without -disable-auto-cleanup: if one rank is lost, mpiexec ends every rank, even where the "
+               "protocol could go on without it. Launch with tools/rudra-launch (or mpiexec -disable-auto-cleanup)";
+    }
+    return "";
+}
 
 void run_under_rank_guard() {
     if (const char* v = std::getenv("RUDRA_RANK_GUARD"); v && std::strcmp(v, "0") == 0) return;

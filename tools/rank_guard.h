@@ -3,14 +3,21 @@
 // signal, even under `mpiexec -disable-auto-cleanup`; a rank that exits with a status is left
 // to the others. So the rank forks before MPI starts: the child is the rank; the parent holds
 // nothing but the launcher's connection, passes on the signals the launcher sends
-// (SIGTERM, SIGINT, SIGUSR1, SIGUSR2, SIGCONT), and when the child is killed, names the rank
-// and the signal and exits with 128 + the signal's number.
+// (SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGCONT; the rank handles each of them), and when
+// the child is killed, names the rank and the signal and exits with 128 + the signal's number.
 #pragma once
+#include <string>
 
 namespace rudra::tools {
 
 // Returns in the child (the rank). In the parent it waits for the child and exits. Does nothing
 // (returns at once) when RUDRA_RANK_GUARD=0 or the fork fails. Call before any thread starts.
 void run_under_rank_guard();
+
+// A warning when this process was started by MPICH's mpiexec without -disable-auto-cleanup (read
+// from the launcher's command line, where it runs on this node): then one lost rank ends the
+// whole job, whatever the protocol could have done without it. Empty when the launch is fine or
+// cannot be told (another launcher, or mpiexec on another node).
+std::string launcher_warning();
 
 }  // namespace rudra::tools

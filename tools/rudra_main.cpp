@@ -11,7 +11,9 @@
 #include "kernels/isa.h"
 #include "kernels/sgemm/sgemm.h"
 #include "tools/cli_checks.h"
+#include "nn/atomic_file.h"
 #include "tools/commands.h"
+#include "tools/exit_codes.h"
 
 namespace {
 
@@ -62,7 +64,7 @@ int main(int argc, char** argv) {
     // (tools/run-main.sh --epochs 2).
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     int threads = 0;
-    app.add_option("-t,--threads", threads, "OpenMP threads (default: all cores)")->check(checks::kPositiveInteger);
+    app.add_option("-t,--threads", threads, "OpenMP threads (default: all cores)")->check(checks::kPositiveInt);
 
     rudra::tools::TrainOptions train;
     auto* t = app.add_subcommand("train", "train a net from a Caffe solver file");
@@ -75,11 +77,13 @@ int main(int argc, char** argv) {
     t->add_option("--epochs", train.epochs, "epochs to train (overrides the solver's max_iter)")
         ->check(checks::kPositiveNumber);
     t->add_option("--batch", train.batch, "mini-batch size (overrides the Data layer's batch_size)")
-        ->check(checks::kPositiveInteger);
+        ->check(checks::kPositiveInt);
     t->add_option("--seed", train.seed, "random seed for initialisation and sampling")->check(checks::kNonNegativeInteger);
     t->add_option("-o,--output", train.output, "directory for metrics.jsonl and snapshots")->capture_default_str();
     t->add_option("--resume", train.resume, "continue from this snapshot")->check(CLI::ExistingFile);
-    t->add_option("-t,--threads", threads, "OpenMP threads (default: all cores)")->check(checks::kPositiveInteger);
+    t->add_flag("--overwrite", train.overwrite,
+                "replace the files of another run in the output directory (without it, a new run refuses them)");
+    t->add_option("-t,--threads", threads, "OpenMP threads (default: all cores)")->check(checks::kPositiveInt);
 
     rudra::tools::TestOptions test;
     auto* e = app.add_subcommand("test", "evaluate a snapshot on the test set");
@@ -87,25 +91,25 @@ int main(int argc, char** argv) {
     e->add_option("snapshot", test.snapshot, "snapshot file written by rudra train")->required()->check(CLI::ExistingFile);
     add_data_options(e, test.data);
     add_kernel_options(e, test.kernels);
-    e->add_option("--batch", test.batch, "mini-batch size for evaluation")->check(checks::kPositiveInteger);
-    e->add_option("-t,--threads", threads, "OpenMP threads (default: all cores)")->check(checks::kPositiveInteger);
+    e->add_option("--batch", test.batch, "mini-batch size for evaluation")->check(checks::kPositiveInt);
+    e->add_option("-t,--threads", threads, "OpenMP threads (default: all cores)")->check(checks::kPositiveInt);
 
     rudra::tools::TimeOptions time;
     auto* m = app.add_subcommand("time", "time forward and backward per layer");
     m->add_option("model", time.model, "solver or net prototxt")->required()->check(CLI::ExistingFile);
     add_kernel_options(m, time.kernels);
-    m->add_option("--batch", time.batch, "mini-batch size (default: the file's)")->check(checks::kPositiveInteger);
-    m->add_option("--iterations", time.iterations, "timed iterations")->check(checks::kPositiveInteger)->capture_default_str();
+    m->add_option("--batch", time.batch, "mini-batch size (default: the file's)")->check(checks::kPositiveInt);
+    m->add_option("--iterations", time.iterations, "timed iterations")->check(checks::kPositiveInt)->capture_default_str();
     m->add_option("--input-shape", time.input_shape, "sample shape C,H,W for nets with a Data layer");
     m->add_option("--phase", time.phase, "net phase")->check(CLI::IsMember({"train", "test"}))->capture_default_str();
     m->add_option("--json", time.json, "also write the timings as a JSON line to this file");
-    m->add_option("-t,--threads", threads, "OpenMP threads (default: all cores)")->check(checks::kPositiveInteger);
+    m->add_option("-t,--threads", threads, "OpenMP threads (default: all cores)")->check(checks::kPositiveInt);
 
     rudra::tools::InfoOptions info;
     auto* i = app.add_subcommand("info", "topology, CPU features and ISA gate, each operation's implementations, backends and the thread placement plan");
-    i->add_option("--ranks", info.ranks, "ranks on one node to plan for")->check(checks::kPositiveInteger)->capture_default_str();
+    i->add_option("--ranks", info.ranks, "ranks on one node to plan for")->check(checks::kPositiveInt)->capture_default_str();
     i->add_option("--threads-per-rank", info.threads, "threads of each rank (default: the OpenMP setting)")
-        ->check(checks::kPositiveInteger);
+        ->check(checks::kPositiveInt);
     i->add_option("--topology", info.topology, "plan on an hwloc synthetic topology, e.g. \"pack:2 numa:2 core:11 pu:4\"");
 
     rudra::tools::BenchOptions bench;
@@ -118,14 +122,14 @@ int main(int argc, char** argv) {
         ->check(CLI::ExistingFile);
     b->add_option("--mb", bench.minibatches, "mini-batch sweep for convolutions, e.g. 1,4,16,64,128,256")
         ->delimiter(',')
-        ->check(checks::kPositiveInteger);
+        ->check(checks::kPositiveInt);
     b->add_option("--backends", bench.backends, "comma-separated: own, blis, onednn, openblas (GEMM), reference (pooling and LRN: own only)")
         ->delimiter(',')
         ->check(CLI::IsMember({"own", "blis", "onednn", "openblas", "reference"}))
         ->capture_default_str();
     b->add_option("--threads", bench.threads, "comma-separated thread counts (default: the OpenMP setting)")
         ->delimiter(',')
-        ->check(checks::kPositiveInteger);
+        ->check(checks::kPositiveInt);
     b->add_option("--passes", bench.passes, "passes, comma-separated: fwd, bwd_data, bwd_weights (convolution and inner product)")
         ->delimiter(',')
         ->check(CLI::IsMember({"fwd", "bwd_data", "bwd_weights"}))
@@ -154,11 +158,11 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"hardsync", "softsync", "async", "easgd", "allreduce", "gossip-pull", "gossip-push"}))
         ->capture_default_str();
     d->add_option("--n", dist.n, "n of n-softsync: an update averages floor(learners / n) gradients")
-        ->check(checks::kPositiveInteger)
+        ->check(checks::kPositiveInt)
         ->capture_default_str();
-    d->add_option("--batch", dist.batch, "mini-batch per learner (mu; default: the Data layer's)")->check(checks::kPositiveInteger);
+    d->add_option("--batch", dist.batch, "mini-batch per learner (mu; default: the Data layer's)")->check(checks::kPositiveInt);
     d->add_option("--epochs", dist.epochs, "epochs (gradients covering the training set once)")
-        ->check(checks::kPositiveInteger)
+        ->check(checks::kPositiveInt)
         ->capture_default_str();
     d->add_option("--mode", dist.mode, "base: wait for each pull; overlap: compute while pulling")
         ->check(CLI::IsMember({"base", "overlap"}))
@@ -169,18 +173,18 @@ int main(int argc, char** argv) {
     d->add_flag("--momentum-compensation", dist.momentum_compensation,
                 "lower the solver's momentum m to 1-(1-m)(1+<sigma>) for stale gradients (asynchrony acts as momentum)");
     d->add_option("--reference-batch", dist.reference_batch, "B of hardsync's alpha0*sqrt(lambda*mu/B) and of the lr schedule")
-        ->check(checks::kPositiveInteger);
+        ->check(checks::kPositiveInt);
     d->add_option("--base-lr", dist.base_lr, "alpha0 (overrides the solver's base_lr)")->check(checks::kPositiveNumber);
     d->add_option("--momentum", dist.momentum, "the PS's momentum (overrides the solver's; stale gradients add their own)")
         ->check(checks::number_in(0.0, 1.0, false, true, "in [0, 1)"));
     d->add_option("--warm-start", dist.warm_start, "go on from this snapshot: its weights, momentum, schedule position and epochs (--epochs counts the total)")->check(CLI::ExistingFile);
     d->add_option("--seed", dist.seed, "random seed")->check(checks::kNonNegativeInteger);
-    d->add_option("--threads-per-rank", dist.threads, "OpenMP threads of each rank")->check(checks::kPositiveInteger)->capture_default_str();
+    d->add_option("--threads-per-rank", dist.threads, "OpenMP threads of each rank")->check(checks::kPositiveInt)->capture_default_str();
     d->add_option("--wait-spin", dist.wait_spin, "MPI tests before sleeping while waiting (default 50)")
-        ->check(checks::kNonNegativeInteger);
+        ->check(checks::kNonNegativeInt);
     d->add_option("--wait-sleep-us", dist.wait_sleep_us,
                   "sleep between MPI tests; 0 spins (default: 2000 when the node's ranks x threads exceed its cores, else 20)")
-        ->check(checks::kNonNegativeInteger);
+        ->check(checks::integer_in(0, 1000000, "a number of microseconds"));
     d->add_option("-o,--output", dist.output,
                   "directory for metrics.jsonl, staleness.json, checkpoint.rudra and final.rudra (with --resume: the "
                   "checkpoint's)")
@@ -195,7 +199,7 @@ int main(int argc, char** argv) {
                   "and on signals; gossip checkpoints at epoch ends only)")
         ->capture_default_str();
     d->add_option("--tau", dist.tau, "easgd, gossip: local steps between exchanges (with the centre, or with a peer)")
-        ->check(checks::kPositiveInteger)
+        ->check(checks::kPositiveInt)
         ->capture_default_str();
     d->add_option("--beta", dist.beta, "easgd: moving rate in (0, 1] (default 0.9 / learners)");
     d->add_option("--straggler", dist.straggler,
@@ -216,12 +220,12 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     d->add_option("--ranks-per-node", dist.ranks_per_node,
                   "adv, adv*: take each K consecutive ranks for a node (emulates nodes on one machine; default: the real nodes)")
-        ->check(checks::kPositiveInteger);
+        ->check(checks::kPositiveInt);
     d->add_option("--fan-out", dist.fan_out, "adv, adv*: leaf parameter servers below each parent (default: all below the root)")
-        ->check(checks::kPositiveInteger);
+        ->check(checks::kPositiveInt);
     d->add_option("--broadcast-fan-out", dist.broadcast_fan_out,
                   "adv*: learners the root, and then each learner, forwards the weights to")
-        ->check(checks::kPositiveInteger)
+        ->check(checks::kPositiveInt)
         ->capture_default_str();
     d->add_option("--timeline", dist.timeline,
                   "FILE: write every rank's compute, pull, push, wait and PS-update spans as a Chrome trace (open it in "
@@ -238,8 +242,24 @@ int main(int argc, char** argv) {
     d->add_option("--peer-timeout", dist.peer_timeout,
                   "seconds without a heartbeat after which a rank is lost: a learner is dropped (softsync, async) or "
                   "stops the run (hardsync); learners end when the PS falls silent")
-        ->check(checks::kPositiveNumber)
+        ->check(checks::number_in(0.0, 86400.0, true, false, "a number of seconds above 0 and at most 86400"))
         ->capture_default_str();
+    d->add_option("--startup-timeout", dist.startup_timeout,
+                  "seconds a rank may take from its start until training starts (MPI, data, nets, every rank "
+                  "ready); past it the job ends, and a rank that dies while starting ends it within --peer-timeout")
+        ->check(checks::number_in(0.0, 86400.0, true, false, "a number of seconds above 0 and at most 86400"))
+        ->capture_default_str();
+    d->add_flag("--overwrite", dist.overwrite,
+                "replace the files of another run in the output directory (without it, a new run refuses them; "
+                "--resume goes on with them)");
+
+    rudra::tools::CheckpointOptions checkpoint;
+    auto* c = app.add_subcommand("checkpoint", "where a distributed run's checkpoint stands (epoch, samples, updates...), "
+                                               "as one JSON line");
+    c->add_option("path", checkpoint.path, "a checkpoint, or the output directory of a run")
+        ->required()
+        ->check(CLI::ExistingPath);
+    c->add_option("--field", checkpoint.field, "print only this field's value (e.g. samples)");
 #endif
 
     try {
@@ -278,7 +298,12 @@ int main(int argc, char** argv) {
                 if (opt->count() > 0) dist.given.insert(opt->get_name());
             return rudra::tools::run_dist(dist, &argc, &argv);
         }
+        if (*c) return rudra::tools::run_checkpoint(checkpoint);
 #endif
+    } catch (const rudra::nn::WriteError& ex) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "rudra: error: %s\n", ex.what());
+        return rudra::tools::kExitWriteFailed;
     } catch (const std::bad_alloc&) {
         std::fflush(stdout);
         std::fprintf(stderr, "rudra: error: out of memory (lower --batch, or the data set's size with --train-limit)\n");

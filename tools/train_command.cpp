@@ -15,6 +15,7 @@
 #include "data/batch_stream.h"
 #include "kernels/gemm.h"
 #include "session/metrics_log.h"
+#include "session/run_folder.h"
 #include "session/training_session.h"
 #include "tools/commands.h"
 #include "tools/progress.h"
@@ -38,6 +39,14 @@ void print_notes(const std::vector<std::string>& notes) {
 }  // namespace
 
 int run_train(const TrainOptions& o) {
+    // The output folder first: one that holds another run, or that a live run holds, is refused
+    // before anything is loaded.
+    const std::string out_dir = o.output.empty() ? "rudra-run" : o.output;
+    const session::RunFolder folder(out_dir,
+                                    !o.resume.empty() ? session::RunFolder::Start::Resume
+                                    : o.overwrite     ? session::RunFolder::Start::Overwrite
+                                                      : session::RunFolder::Start::Fresh,
+                                    "--resume with one of its .rudra snapshots");
     // First, so that every buffer is first touched by pinned threads on their NUMA domain.
     const Binding binding = bind_threads(o.bind, 1, 0, omp_get_max_threads());
     session::SessionSpec spec;
@@ -74,8 +83,7 @@ int run_train(const TrainOptions& o) {
     // From here on an interruption ends the run with a snapshot instead of killing it.
     std::signal(SIGINT, on_stop_signal);
     std::signal(SIGTERM, on_stop_signal);
-    const std::string out_dir = o.output.empty() ? "rudra-run" : o.output;
-    fs::create_directories(out_dir);
+    std::signal(SIGXFSZ, SIG_IGN);  // a file-size limit fails the write (EFBIG) instead of killing the run
     session::MetricsLog log((fs::path(out_dir) / "metrics.jsonl").string(), !o.resume.empty());
     if (solver_spec.test_iter > 0)
         notes.push_back(o.solver + ": test_iter " + std::to_string(solver_spec.test_iter) +

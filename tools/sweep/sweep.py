@@ -22,17 +22,20 @@ taken from the directory the sweep is started in.
 Each run has a folder of its own under the sweep's folder, named after its options and a hash
 of its whole configuration (so that a grid file edited later keeps the names of the lines it
 kept), with manifest.json: the grid line, the full command, the rank count. A run whose folder
-holds final.rudra is done and skipped; one with a checkpoint goes on with --resume. So a sweep
-stopped at any point is started again with the same command.
+holds final.rudra is done and skipped; one with a checkpoint goes on with --resume; one whose
+run stopped before its first checkpoint starts again with --overwrite (nothing of it is kept).
+So a sweep stopped at any point is started again with the same command. Local runs go through
+mpiexec -disable-auto-cleanup, so that a lost learner is survived where the protocol allows.
 
   sweep.py list GRID [--stages]      the runs, numbered from 0 (a job array's task ids); with
                                      --stages, their numbers by stage (warm starts after sources)
   sweep.py run GRID OUT [--index I]  every run not done (or run I), one after another
   sweep.py command GRID OUT --index I
                                      write run I's manifest; print its rank count, folder and
-                                     `rudra dist` arguments, one per line, without --resume
+                                     `rudra dist` arguments, one per line, --resume or
+                                     --overwrite included as `run` adds them
                                      (tools/slurm/rudra-sweep.sbatch, a job array, launches them
-                                     through rudra-dist.sbatch, which resumes by itself)
+                                     through rudra-dist.sbatch, which resumes its requeued slots)
   sweep.py collect OUT [-o CSV]      every run's epoch lines in one CSV (OUT/runs.csv), and the
                                      staleness histograms in another (OUT/staleness.csv)
   sweep.py plot OUT [--figures DIR]  the paper's figures from those CSV files, as PNG
@@ -213,6 +216,18 @@ def state(folder):
     return "new"
 
 
+def start_arguments(folder):
+    """What goes in front of a run's arguments: --resume for one with a checkpoint; --overwrite for
+    one that stopped before its first (its metrics alone, which rudra dist would refuse to
+    replace)."""
+    st = state(folder)
+    if st == "resume":
+        return ["--resume", folder]
+    if st == "new" and os.path.exists(os.path.join(folder, "metrics.jsonl")):
+        return ["--overwrite"]
+    return []
+
+
 def dist_arguments(run, folder):
     """`rudra dist` arguments of a run, as a fresh run takes them. One that stopped goes on with
     --resume FOLDER in front (its options must agree with the checkpoint's; --epochs may raise
@@ -276,7 +291,7 @@ def cmd_command(a):
     if why and state(folder) == "new":
         raise GridError(f"{why}: submit the stages one after another (sweep.py list --stages; "
                         f"tools/slurm/rudra-sweep.sbatch shows how)")
-    args = dist_arguments(run, folder)
+    args = start_arguments(folder) + dist_arguments(run, folder)
     write_manifest(run, folder, args)
     print(run["ranks"])
     print(folder)
@@ -299,7 +314,7 @@ def cmd_run(a):
             failed += 1
             print(f"sweep: [{k}/{len(todo)}] run {i} skipped: {why}", flush=True)
             continue
-        args = (["--resume", folder] if resume else []) + dist_arguments(run, folder)
+        args = start_arguments(folder) + dist_arguments(run, folder)
         write_manifest(run, folder, args)
         launch = shlex.split(a.launcher) + ["-n", str(run["ranks"]), rudra, "dist"] + args
         log = os.path.join(folder, "run.log")
@@ -460,7 +475,8 @@ def main():
         s.add_argument("--index", type=int, required=name == "command", help="run only this run (from 0)")
         if name == "run":
             s.add_argument("--rudra", default=os.path.join(SOURCE, "build", "rudra"), help="the rudra binary")
-            s.add_argument("--launcher", default="mpiexec", help="MPI launcher, given -n RANKS (default mpiexec)")
+            s.add_argument("--launcher", default="mpiexec -disable-auto-cleanup",
+                           help="MPI launcher, given -n RANKS (default mpiexec -disable-auto-cleanup)")
         s.set_defaults(fn=fn)
     s = sub.add_parser("collect", help="every run's epochs in one CSV")
     s.add_argument("out")

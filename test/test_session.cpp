@@ -1,0 +1,158 @@
+// The output folder of a run (session/run_folder.h) and its metrics log.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include "nn/atomic_file.h"
+#include "session/metrics_log.h"
+#include "session/run_folder.h"
+#include "test_files.h"
+
+using namespace rudra;
+using session::RunFolder;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+std::string error_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const std::exception& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("a fresh run takes an empty folder, and creates it") {
+    const std::string dir = test::temp_dir("folder-fresh") + "/a/b";
+    {
+        const RunFolder f(dir, RunFolder::Start::Fresh, "--resume " + dir);
+        CHECK(fs::is_directory(dir));
+        CHECK(RunFolder::run_files(dir).empty());
+        CHECK(slurp(dir + "/.rudra-lock").find("pid " + std::to_string(getpid())) == 0);
+    }
+    // Files of other kinds are not a run's: a fresh run takes the folder.
+    std::ofstream(dir + "/notes.txt") << "mine";
+    CHECK_NOTHROW(RunFolder(dir, RunFolder::Start::Fresh, "--resume " + dir));
+}
+
+TEST_CASE("a fresh run refuses another run's files and leaves them byte for byte; --overwrite removes only them") {
+    const std::string dir = test::temp_dir("folder-occupied");
+    std::ofstream(dir + "/metrics.jsonl") << "{\"event\":\"start\"}\n";
+    std::ofstream(dir + "/checkpoint.rudra") << "weights";
+    std::ofstream(dir + "/final.rudra") << "final";
+    std::ofstream(dir + "/notes.txt") << "mine";
+    fs::create_directories(dir + "/gossip-peers");
+    const std::string message = error_of([&] { RunFolder(dir, RunFolder::Start::Fresh, "rudra dist --resume " + dir); });
+    CHECK(message.find(dir + ": the output folder holds another run's files (checkpoint.rudra, final.rudra, "
+                             "gossip-peers, metrics.jsonl)") != std::string::npos);
+    CHECK(message.find("rudra dist --resume " + dir) != std::string::npos);
+    CHECK(message.find("--overwrite") != std::string::npos);
+    CHECK(slurp(dir + "/checkpoint.rudra") == "weights");
+    CHECK(slurp(dir + "/metrics.jsonl") == "{\"event\":\"start\"}\n");
+    // Going on with the run there keeps its files.
+    { const RunFolder resumed(dir, RunFolder::Start::Resume, ""); }
+    CHECK(slurp(dir + "/final.rudra") == "final");
+    { const RunFolder replaced(dir, RunFolder::Start::Overwrite, ""); }
+    CHECK(RunFolder::run_files(dir).empty());
+    CHECK(slurp(dir + "/notes.txt") == "mine");
+}
+
+TEST_CASE("a second live run on one folder is refused, naming the holder; the lock goes with its holder") {
+    const std::string dir = test::temp_dir("folder-locked");
+    std::optional<RunFolder> first;
+    first.emplace(dir, RunFolder::Start::Fresh, "");
+    for (const auto start : {RunFolder::Start::Fresh, RunFolder::Start::Resume, RunFolder::Start::Overwrite}) {
+        const std::string message = error_of([&] { RunFolder(dir, start, ""); });
+        CHECK(message.find("in use by another live run (pid " + std::to_string(getpid())) != std::string::npos);
+    }
+    first.reset();
+    CHECK_NOTHROW(RunFolder(dir, RunFolder::Start::Fresh, ""));
+    // A holder killed with kill -9 holds nothing: the kernel drops its lock.
+    int ready[2];
+    REQUIRE(pipe(ready) == 0);
+    const pid_t child = fork();
+    if (child == 0) {
+        try {
+            const RunFolder held(dir, RunFolder::Start::Fresh, "");
+            (void)!write(ready[1], "y", 1);
+            pause();
+        } catch (...) {
+        }
+        _exit(1);
+    }
+    char byte = 0;
+    REQUIRE(read(ready[0], &byte, 1) == 1);
+    close(ready[0]);
+    close(ready[1]);
+    const bool refused = !error_of([&] { RunFolder(dir, RunFolder::Start::Fresh, ""); }).empty();
+    CHECK(refused);
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
+    CHECK_NOTHROW(RunFolder(dir, RunFolder::Start::Fresh, ""));
+}
+
+TEST_CASE("a folder that cannot be made is a write error naming it") {
+    const std::string dir = test::temp_dir("folder-file");
+    std::ofstream(dir + "/plain") << "a file where a folder should go";
+    CHECK_THROWS_WITH_AS(RunFolder(dir + "/plain/out", RunFolder::Start::Fresh, ""),
+                         doctest::Contains((dir + "/plain/out: cannot create the output folder").c_str()),
+                         nn::WriteError);
+}
+
+TEST_CASE("the metrics log: appends on resume, never follows a link, and a failed write names the file") {
+    const std::string dir = test::temp_dir("metrics");
+    const std::string path = dir + "/metrics.jsonl";
+    {
+        session::MetricsLog log(path, false);
+        log.write({{"event", "start"}});
+    }
+    {
+        session::MetricsLog log(path, true);
+        log.write({{"event", "resume"}});
+    }
+    CHECK(slurp(path) == "{\"event\":\"start\"}\n{\"event\":\"resume\"}\n");
+    std::ofstream(dir + "/victim") << "keep";
+    fs::create_symlink(dir + "/victim", dir + "/linked.jsonl");
+    CHECK_THROWS_AS(session::MetricsLog(dir + "/linked.jsonl", false), nn::WriteError);
+    CHECK(slurp(dir + "/victim") == "keep");
+    // A file-size limit stands for a full disk: the write fails (EFBIG) instead of killing us.
+    const pid_t child = fork();
+    if (child == 0) {
+        std::signal(SIGXFSZ, SIG_IGN);
+        const rlimit small{64, 64};
+        setrlimit(RLIMIT_FSIZE, &small);
+        session::MetricsLog log(dir + "/full.jsonl", false);
+        try {
+            log.write({{"event", std::string(200, 'x')}});
+        } catch (const nn::WriteError& e) {
+            _exit(std::string(e.what()).find(dir + "/full.jsonl: cannot write a metrics line: File too large") == 0 ? 7
+                                                                                                                : 8);
+        }
+        _exit(9);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 7);
+}
