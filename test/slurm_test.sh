@@ -41,6 +41,52 @@ grep -q '"event":"stopped","reason":"signal"' "$work/out/metrics.jsonl" && grep 
   pass || fail "metrics.jsonl: a stopped line, then a resume line"
 [ $failures = 0 ] || cat "$log"
 
+# The user's --resume, honoured across requeues: a hardsync run stopped after epoch 2 (a
+# checkpoint), submitted with --resume given explicitly (no -o: the checkpoint's folder) and
+# stopped twice by the script's signal as Slurm sends it at a time limit. Each requeued slot goes
+# on from the job's own newest checkpoint, never from the one the options named; the run ends
+# with the straight run's weights and every epoch once.
+hs=(--data "$data" --batch 16 --protocol hardsync --epochs 24)
+timeout -k 5 300 mpiexec -disable-auto-cleanup -n 5 "$rudra" dist "$solver" "${hs[@]}" -o "$work/hs-straight" \
+  >"$work/hs-straight.log" 2>&1 || fail "hs-straight: exit $?"
+( timeout -k 5 300 mpiexec -disable-auto-cleanup -n 5 "$rudra" dist "$solver" "${hs[@]}" -o "$work/hs" >"$work/hs-first.log" 2>&1 ) &
+for _ in $(seq 600); do grep -q '"epoch":2,' "$work/hs/metrics.jsonl" 2>/dev/null && break; sleep 0.1; done
+pkill -TERM -P "$(pgrep -n -x hydra_pmi_proxy)" -x rudra
+wait
+grep -q 'PS: checkpoint (signal)' "$work/hs-first.log" && pass || { fail "hs: the first run's checkpoint"; tail "$work/hs-first.log"; }
+epochs() { grep -c '"event":"epoch"' "$work/hs/metrics.jsonl"; }
+jid=$(RUDRA="$rudra" OMP_NUM_THREADS=1 timeout 60 sbatch --parsable --ntasks=5 --overcommit --output="$work/hs.out" \
+  "$src/tools/slurm/rudra-dist.sbatch" --resume "$work/hs")
+for stop in 1 2; do
+  # Two epochs of this slot, then the signal; then the requeue.
+  at=$(epochs)
+  for _ in $(seq 3600); do [ "$(epochs)" -ge $((at + 2)) ] && break; sleep 0.1; done
+  timeout 30 scancel --batch --signal=USR1 "$jid"
+  for _ in $(seq 600); do [ "$(grep -c "requeueing job $jid" "$work/hs.out")" = $stop ] && break; sleep 0.1; done
+done
+for _ in $(seq 1200); do [ -s "$work/hs/final.rudra" ] && ! squeue -h -j "$jid" 2>/dev/null | grep -q . && break; sleep 0.5; done
+timeout 30 scancel "$jid" 2>/dev/null
+[ "$(grep -c "requeueing job $jid" "$work/hs.out")" = 2 ] && grep -q "job $jid (restart 2): going on from $work/hs/checkpoint.rudra" \
+  "$work/hs.out" && pass || { fail "hs: requeued twice, each slot going on from the job's checkpoint"; cat "$work/hs.out"; }
+grep -o 'PS: resuming from [^ ]*.*epoch [0-9]*' "$work/hs.out" | sed 's/^/hs: /'
+cmp -s "$work/hs-straight/final.rudra" "$work/hs/final.rudra" && pass || fail "hs: the final weights differ from the straight run's"
+[ "$(grep '"event":"epoch"' "$work/hs/metrics.jsonl" | grep -o '"epoch":[0-9]*' | sed 's/.*://' | tr '\n' ' ')" = \
+  "$(seq -s ' ' 1 24) " ] && pass || { fail "hs: epochs 1-24 once each"; grep -o '"epoch":[0-9]*' "$work/hs/metrics.jsonl" | tr '\n' ' '; }
+
+# A time limit shorter than the start-up: the signal comes before training does (here sent as
+# soon as the script runs). The script stops after that one slot, saying why, and does not requeue.
+jid=$(RUDRA="$rudra" OMP_NUM_THREADS=1 timeout 60 sbatch --parsable --ntasks=5 --overcommit --output="$work/short.out" \
+  "$src/tools/slurm/rudra-dist.sbatch" "$solver" --data "$data" --batch 16 --epochs 400 --conv-backend auto --auto-cache '' \
+  -o "$work/short")
+for _ in $(seq 1200); do grep -q "rudra-dist: job $jid," "$work/short.out" 2>/dev/null && break; sleep 0.05; done
+timeout 30 scancel --batch --signal=USR1 "$jid"
+for _ in $(seq 600); do squeue -h -j "$jid" 2>/dev/null | grep -q . || break; sleep 0.5; done
+grep -qE "rudra-dist: (the time limit's signal came before the run started|this slot moved the checkpoint no further|the run did not stop with a checkpoint)" \
+  "$work/short.out" && ! grep -q "requeueing job" "$work/short.out" && ! squeue -h -j "$jid" 2>/dev/null | grep -q . && pass ||
+  { fail "short: one slot, no requeue, a message"; cat "$work/short.out"; }
+grep -h 'rudra-dist: \(the time\|this slot\|the run did\)' "$work/short.out" | sed 's/^/short: /'
+timeout 30 scancel "$jid" 2>/dev/null
+
 # The decentralized modes under the same script: one short epoch each, waited for (sbatch --wait
 # gives the job's exit code). Gossip-push's job asks for 2 CPUs per task, which must reach the
 # ranks as 2 threads each, and names its output folder relative to the submission directory.
