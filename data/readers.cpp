@@ -56,10 +56,17 @@ Idx parse_idx_header(const std::vector<uint8_t>& b, const std::string& path, int
     h.data_offset = 4 + 4 * size_t(want_rank);
     if (b.size() < h.data_offset) throw DataError(path + ": truncated IDX header");
     uint64_t total = 1;
+    std::string dims;
     for (int i = 0; i < want_rank; ++i) {
         h.dims.push_back(be32(b, 4 + 4 * i));
+        dims += (i ? " x " : "") + std::to_string(h.dims.back());
         if (h.dims.back() == 0) throw DataError(path + ": IDX dimension " + std::to_string(i) + " is zero");
-        total *= h.dims.back();
+        // An image's rows and columns are ints everywhere after this.
+        if (i > 0 && h.dims.back() > (1u << 30))
+            throw DataError(path + ": IDX dimension " + std::to_string(i) + " is " + std::to_string(h.dims.back()) +
+                            ", more than 2^30");
+        if (__builtin_mul_overflow(total, uint64_t{h.dims.back()}, &total))
+            throw DataError(path + ": the IDX header's dimensions " + dims + " promise more than 2^64 data bytes");
     }
     const uint64_t have = b.size() - h.data_offset;
     if (have < total)

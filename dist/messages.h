@@ -69,6 +69,15 @@ struct GradientSumEntry {
     int64_t ts;
 };
 
+// Whether a relayed sum of `count` entries after `float_bytes` of floats is exactly `bytes` long.
+// Nothing is computed from `count` (the sender's word: a huge one would wrap a product into a
+// plausible size, and the entries be read past the message).
+inline bool gradient_sum_fits(size_t bytes, size_t float_bytes, int64_t count) {
+    const size_t fixed = sizeof(GradientSumHeader) + float_bytes;
+    if (count < 1 || bytes < fixed || (bytes - fixed) % sizeof(GradientSumEntry) != 0) return false;
+    return static_cast<uint64_t>(count) == (bytes - fixed) / sizeof(GradientSumEntry);
+}
+
 // A rank's traffic so far (dist/traffic.h), inside the messages it sends the statistics server.
 struct TrafficReport {
     int64_t sent_messages, sent_bytes, received_messages, received_bytes;  // point to point
@@ -136,9 +145,9 @@ H unpack_header(const std::vector<char>& in) {
 // Copies the payload into `dst`, checking that it holds exactly `count` floats.
 template <class H>
 void unpack_floats(const std::vector<char>& in, float* dst, size_t count) {
-    if (in.size() != sizeof(H) + count * sizeof(float))
-        throw std::runtime_error("malformed message: payload of " + std::to_string(in.size() - sizeof(H)) +
-                                 " bytes, expected " + std::to_string(count * sizeof(float)));
+    if (in.size() < sizeof(H) || (in.size() - sizeof(H)) / sizeof(float) != count || (in.size() - sizeof(H)) % sizeof(float))
+        throw std::runtime_error("malformed message: " + std::to_string(in.size()) + " bytes, expected a " +
+                                 std::to_string(sizeof(H)) + "-byte header and " + std::to_string(count) + " floats");
     std::memcpy(dst, in.data() + sizeof(H), count * sizeof(float));
 }
 

@@ -308,7 +308,7 @@ void ParameterServer::after_update() {
 void ParameterServer::take_gradient_sum(const Envelope& e, int index) {
     const auto h = unpack_header<GradientSumHeader>(in_);
     const size_t floats = params_.size() * sizeof(float);
-    if (h.count < 1 || in_.size() != sizeof(GradientSumHeader) + floats + static_cast<size_t>(h.count) * sizeof(GradientSumEntry))
+    if (!gradient_sum_fits(in_.size(), floats, h.count))
         throw std::runtime_error("PS: a sum of " + std::to_string(h.count) + " gradients in " +
                                  std::to_string(in_.size()) + " bytes from rank " + std::to_string(e.source) +
                                  " does not match the model");

@@ -245,7 +245,7 @@ private:
     void add_sum(const Envelope& e) {
         const auto h = unpack_header<GradientSumHeader>(in_);
         const size_t floats = c_.param_floats * sizeof(float);
-        if (h.count < 1 || in_.size() != sizeof h + floats + static_cast<size_t>(h.count) * sizeof(GradientSumEntry))
+        if (!gradient_sum_fits(in_.size(), floats, h.count))
             throw std::runtime_error("leaf PS: a sum of " + std::to_string(h.count) + " gradients in " +
                                      std::to_string(in_.size()) + " bytes from rank " + std::to_string(e.source) +
                                      " does not match the model");

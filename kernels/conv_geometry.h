@@ -3,6 +3,7 @@
 #pragma once
 #include "kernels/transpose.h"
 #include <cstddef>
+#include <string>
 
 namespace rudra::kernels {
 
@@ -35,6 +36,12 @@ struct ConvGeometry {
                stride_h == 1 && stride_w == 1;
     }
 };
+
+// Why `g` cannot run, or empty: a field out of range, a window larger than the padded input, or a
+// size the kernels compute in int (padded image, output, im2col rows and columns, one image's
+// values) past an int. Computed in 64 bits; callers that build a geometry from input (a layer's
+// setup, a bench descriptor) check it first.
+std::string geometry_problem(const ConvGeometry& g);
 
 // img is [channels, height, width]; col is [col_rows, col_cols] (Caffe's layout). Each call takes
 // scratch of im2col_scratch_floats(g, nr) floats (nr: the sliver width of im2col_slivers, else 0).

@@ -4,12 +4,39 @@
 // bounds, not the copying, used to take most of the time. col2im widens only for stride 1 and no
 // dilation along the width.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <string>
 
 #include "kernels/conv_geometry.h"
 #include "kernels/transpose.h"
 
 namespace rudra::kernels {
+
+std::string geometry_problem(const ConvGeometry& g) {
+    if (g.channels < 1 || g.height < 1 || g.width < 1 || g.kernel_h < 1 || g.kernel_w < 1 || g.stride_h < 1 ||
+        g.stride_w < 1 || g.dilation_h < 1 || g.dilation_w < 1 || g.pad_h < 0 || g.pad_w < 0)
+        return "channels, input, kernel, stride and dilation must be at least 1 and padding at least 0";
+    constexpr int64_t kIntMax = 2147483647;
+    const auto fits = [](int64_t v) { return v >= 0 && v <= kIntMax; };
+    const int64_t pad_b = g.pad_b(), pad_r = g.pad_r();
+    const int64_t span_h = int64_t{g.dilation_h} * (g.kernel_h - 1) + 1, span_w = int64_t{g.dilation_w} * (g.kernel_w - 1) + 1;
+    const int64_t in_h = int64_t{g.height} + g.pad_h + pad_b, in_w = int64_t{g.width} + g.pad_w + pad_r;
+    const int64_t padded_h = int64_t{g.height} + g.pad_h + std::max<int64_t>(pad_b, g.pad_h);
+    const int64_t padded_w = int64_t{g.width} + g.pad_w + std::max<int64_t>(pad_r, g.pad_w);
+    const std::string shape = std::to_string(g.channels) + "x" + std::to_string(g.height) + "x" + std::to_string(g.width);
+    if (!fits(span_h) || !fits(span_w) || !fits(padded_h) || !fits(padded_w))
+        return "the input " + shape + " with its padding, or the kernel's span, is past the kernels' int sizes";
+    if (in_h < span_h || in_w < span_w) return "the kernel is larger than the padded input " + shape;
+    const int64_t out_h = (in_h - span_h) / g.stride_h + 1, out_w = (in_w - span_w) / g.stride_w + 1;
+    const int64_t col_rows = int64_t{g.channels} * g.kernel_h * g.kernel_w, col_cols = out_h * out_w;
+    if (!fits(col_rows) || !fits(col_cols) || !fits(int64_t{g.channels} * padded_h * padded_w) ||
+        col_rows > (int64_t{1} << 62) / std::max<int64_t>(col_cols, 1))
+        return "the input " + shape + " gives " + std::to_string(out_h) + "x" + std::to_string(out_w) + " outputs of " +
+               std::to_string(col_rows) + " taps each: past the kernels' int sizes";
+    return "";
+}
+
 namespace {
 
 bool plain_width(const ConvGeometry& g) { return g.stride_w == 1 && g.dilation_w == 1; }

@@ -14,6 +14,18 @@ int caffe_pooled_size(int in, int kernel, int pad, int stride) {
     return out;
 }
 
+std::string geometry_problem(const PoolGeometry& g) {
+    if (g.height < 1 || g.width < 1 || g.kernel_h < 1 || g.kernel_w < 1 || g.stride_h < 1 || g.stride_w < 1 ||
+        g.pad_h < 0 || g.pad_w < 0)
+        return "input, kernel and stride must be at least 1 and padding at least 0";
+    constexpr int64_t kIntMax = 2147483647;
+    const int64_t span_h = int64_t{g.height} + 2 * int64_t{g.pad_h}, span_w = int64_t{g.width} + 2 * int64_t{g.pad_w};
+    if (span_h + g.stride_h > kIntMax || span_w + g.stride_w > kIntMax || int64_t{g.height} * g.width > kIntMax)
+        return "an input of " + std::to_string(g.height) + "x" + std::to_string(g.width) + " with padding " +
+               std::to_string(g.pad_h) + "x" + std::to_string(g.pad_w) + " is past the kernels' int sizes";
+    return "";
+}
+
 int PoolGeometry::pooled_h() const { return caffe_pooled_size(height, kernel_h, pad_h, stride_h); }
 int PoolGeometry::pooled_w() const { return caffe_pooled_size(width, kernel_w, pad_w, stride_w); }
 

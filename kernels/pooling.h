@@ -16,6 +16,9 @@ struct PoolGeometry {
     int pooled_w() const;
 };
 
+// Why `g` cannot run, or empty: a field out of range or a size past an int (computed in 64 bits).
+std::string geometry_problem(const PoolGeometry& g);
+
 // Caffe's rule: ceil((in + 2*pad - kernel) / stride) + 1, then drop the last window if it would
 // start inside the bottom padding only.
 int caffe_pooled_size(int in, int kernel, int pad, int stride);

@@ -46,7 +46,11 @@ std::map<std::string, long> fields(const std::string& text, std::string& name, s
             bad(text, "'" + key + "' needs a number");
         }
         if (out.count(key)) bad(text, "'" + key + "' given twice");
-        out[key] = std::stol(text.substr(j, k - j));
+        // Every field is an int where it is used: a larger number would wrap.
+        const std::string digits = text.substr(j, k - j);
+        if (digits.size() > 10 || std::stoll(digits) > 2147483647)
+            bad(text, "'" + key + "' is " + digits + ", more than 2147483647");
+        out[key] = std::stol(digits);
         i = k;
     }
     return out;
@@ -109,7 +113,10 @@ void parse_layer(const std::string& text, Problem& p, const std::function<long(c
     const int ih = static_cast<int>(take("ih", p.kind == ProblemKind::InnerProduct ? 1 : 0));
     const int iw = static_cast<int>(take("iw", ih));
     if (p.mb <= 0 || p.channels <= 0 || ih <= 0 || iw <= 0) bad(text, "needs mb, ic and ih > 0");
+    if (int64_t{p.mb} * p.channels * ih * iw > (int64_t{1} << 40))
+        bad(text, "the input of all mb samples has more than 2^40 values");
     if (p.kind == ProblemKind::InnerProduct) {
+        if (int64_t{p.channels} * ih * iw > 2147483647) bad(text, "ic x ih x iw is more than 2147483647");
         p.channels *= ih * iw;
         p.ip_outputs = static_cast<int>(take("oc", 0));
         if (p.ip_outputs <= 0) bad(text, "an inner product needs oc > 0");
@@ -134,6 +141,7 @@ void parse_layer(const std::string& text, Problem& p, const std::function<long(c
     if (g.kernel_h <= 0 || g.kernel_w <= 0 || g.stride_h <= 0 || g.stride_w <= 0 || g.pad_h < 0 || g.pad_w < 0)
         bad(text, "kernel and stride must be > 0, padding >= 0");
     if (g.pad_h >= g.kernel_h || g.pad_w >= g.kernel_w) bad(text, "padding must be smaller than the kernel (as in Caffe)");
+    if (const std::string why = geometry_problem(g); !why.empty()) bad(text, why);
 }
 
 }  // namespace
@@ -210,7 +218,10 @@ Problem parse_problem(const std::string& text) {
         if (ow > 0) g.pad_right = end_pad(ow, g.width, g.kernel_w, g.stride_w, g.dilation_w, g.pad_w, pw_given, "ow");
         if (g.pad_bottom == g.pad_h) g.pad_bottom = ConvGeometry::kSameAsStart;  // symmetric after all
         if (g.pad_right == g.pad_w) g.pad_right = ConvGeometry::kSameAsStart;
-        if (g.out_h() <= 0 || g.out_w() <= 0) bad(text, "the kernel is larger than the padded input");
+        if (const std::string why = geometry_problem(g); !why.empty()) bad(text, why);
+        if (int64_t{c.num} * g.channels * g.height * g.width > (int64_t{1} << 40) ||
+            int64_t{c.num} * c.out_channels * g.out_h() * g.out_w() > (int64_t{1} << 40))
+            bad(text, "the input or output of all mb images has more than 2^40 values");
         if (oh < 0 || (oh && oh != g.out_h()))
             bad(text, "oh" + std::to_string(oh) + " does not match the geometry (it gives " + std::to_string(g.out_h()) + ")");
         if (ow < 0 || (ow && ow != g.out_w()))

@@ -32,16 +32,25 @@ std::string gib(double bytes) {
 
 }  // namespace
 
+void Net::check_memory(const std::string& what, double more_floats) const {
+    const double need = sizeof(float) * (2.0 * blob_floats_ + more_floats), have = physical_memory();
+    if (have > 0 && need > have)
+        throw ConfigError(what + " need " + gib(need) + ", more than this machine's " + gib(have) +
+                          " of memory (lower the mini-batch)");
+}
+
 int Net::add_blob(const std::string& name, const Shape& shape, const std::string& where) {
     for (const auto& b : blobs_)
         if (b.name == name) throw ConfigError(where + ": top blob '" + name + "' is produced twice");
     // Values and gradients of every blob so far: refused before anything that size is allocated.
-    blob_floats_ += static_cast<double>(shape.count());
-    const double need = 2.0 * sizeof(float) * blob_floats_, have = physical_memory();
-    if (have > 0 && need > have)
-        throw ConfigError(where + ": the activations and their gradients up to blob '" + name + "' " + shape.str() +
-                          " need " + gib(need) + ", more than this machine's " + gib(have) +
-                          " of memory (lower the mini-batch)");
+    int64_t count = 0;
+    try {
+        count = shape.count();
+    } catch (const SizeOverflow& e) {
+        throw ConfigError(where + ": blob '" + name + "': " + e.what() + " (lower the mini-batch or the input shape)");
+    }
+    blob_floats_ += static_cast<double>(count);
+    check_memory(where + ": the activations and their gradients up to blob '" + name + "' " + shape.str(), 0.0);
     blobs_.push_back(Blob{name, shape, nullptr, nullptr});
     blob_needs_backward_.push_back(false);
     return static_cast<int>(blobs_.size()) - 1;
@@ -63,6 +72,7 @@ Net::Net(const NetSpec& spec, const NetOptions& opt, ParamStore* shared) {
     std::vector<ParamEntry> entries;
     std::map<std::string, int> consumers;  // back-propagating consumers per blob, to refuse fan-out
     size_t scratch_total = 0;
+    double param_floats = 0;
     std::map<std::string, int> name_lines;  // layer names of this phase and where they first appear
     for (const LayerSpec& ls : spec.layers) {
         if (!ls.applies_to(opt.phase)) continue;
@@ -153,6 +163,13 @@ Net::Net(const NetSpec& spec, const NetOptions& opt, ParamStore* shared) {
             e.loss_weight = ls.loss_weights[0];
         }
         const auto& decls = e.layer->params();
+        for (const auto& d : decls) {
+            try {
+                param_floats += static_cast<double>(d.shape.count());
+            } catch (const SizeOverflow& ex) {
+                throw ConfigError(where + ": a parameter blob: " + ex.what());
+            }
+        }
         if (ls.param_mults.size() > decls.size())
             throw ConfigError(where + ": " + std::to_string(ls.param_mults.size()) + " 'param' blocks for " +
                               std::to_string(decls.size()) + " parameter blobs");
@@ -169,8 +186,11 @@ Net::Net(const NetSpec& spec, const NetOptions& opt, ParamStore* shared) {
             entries.push_back(pe);
         }
         e.scratch_offset = scratch_total;
-        scratch_total += round16(e.layer->scratch_floats());
+        scratch_total = checked_add<size_t>(scratch_total, round16(e.layer->scratch_floats()), where + ": scratch floats");
         layers_.push_back(std::move(e));
+        // The parameters (values, gradients and a solver's history) and the layers' scratch too.
+        check_memory(where + ": the activations, parameters and scratch up to this layer",
+                     3.0 * param_floats + static_cast<double>(scratch_total));
     }
     if (input_data_ < 0) throw ConfigError(spec.file + ": no Data or Input layer for phase " + phase_name(opt.phase));
 

@@ -78,6 +78,9 @@ private:
     std::vector<LayerEntry> layers_;
     std::vector<Blob> blobs_;
     double blob_floats_ = 0;  // sum of the blobs' sizes, checked against the machine's memory
+    // Refuses (ConfigError "WHAT need N GiB...") when the blobs' values and gradients and
+    // `more_floats` exceed the machine's memory.
+    void check_memory(const std::string& what, double more_floats) const;
     std::vector<bool> blob_needs_backward_;
     std::unique_ptr<ParamStore> own_params_;
     ParamStore* params_ = nullptr;

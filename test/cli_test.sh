@@ -89,6 +89,29 @@ perl -e 'open(my $f, "<", $ARGV[0]) or die; binmode $f; local $/; my $b = <$f>;
 expect_error "label out of range" "train-labels-idx1-ubyte: record 5 has label 12, but the net" "$rudra" train "$solver" \
   --data "$work/badlabel" -o "$work/badlabel-run"
 expect_error "unknown option" "--bogus" "$rudra" train "$solver" --bogus
+# Sizes from input that would wrap: each a clear error naming the file, option or descriptor.
+mkdir -p "$work/wrap"
+cp "$data"/t10k-* "$work/wrap/"
+perl -e 'binmode STDOUT; print pack("NNNN", 0x803, 16, 1 << 30, 1 << 30), "\0" x 16' >"$work/wrap/train-images-idx3-ubyte"
+perl -e 'binmode STDOUT; print pack("NN", 0x801, 16), "\0" x 16' >"$work/wrap/train-labels-idx1-ubyte"
+expect_error "IDX dimensions whose product wraps" "wrap/train-images-idx3-ubyte: the IDX header's dimensions 16 x 1073741824 x 1073741824 promise more than 2^64 data bytes" \
+  "$rudra" train "$solver" --data "$work/wrap" -o "$work/wrap-run"
+expect_error "a shape past 64 bits" "blob 'data': the shape 64x16x1073741824x1073741824 has more elements than 64 bits can count" \
+  "$rudra" time "$solver" --batch 64 --input-shape 16,1073741824,1073741824
+expect_error "a convolution past int sizes" "layer 'conv1' (Convolution): the input 1x2147483647x1 with its padding" \
+  "$rudra" time "$solver" --batch 1 --input-shape 1,2147483647,1
+printf 'name: "huge"\ninput: "data"\ninput_shape { dim: 1 dim: 1048576 }\nlayer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 16777216 } }\n' \
+  >"$work/huge_params.prototxt"
+expect_error "parameters beyond memory" "huge_params.prototxt:4: layer 'ip': the activations, parameters and scratch up to this layer need" \
+  "$rudra" time "$work/huge_params.prototxt"
+expect_error "a bench size past int" "problem 'mb4294967298ic3ih32oc32oh32kh3ph1': 'mb' is 4294967298, more than 2147483647" \
+  "$rudra" bench mb4294967298ic3ih32oc32oh32kh3ph1
+expect_error "a bench geometry past int" "past the kernels' int sizes" "$rudra" bench mb1ic65536ih65536oc32kh3ph1
+printf 'mb1ic3ih32oc32kh3\nmb1ic3ih99999999999999999999oc3kh1\n' >"$work/batch.txt"
+expect_error "a batch file's number past int" "batch.txt:2: problem 'mb1ic3ih99999999999999999999oc3kh1': 'ih' is 99999999999999999999" \
+  "$rudra" bench --batch-file "$work/batch.txt"
+expect_error "an int option past int" "--batch: must be a positive integer of at most 2147483647, got '4294967296'" \
+  "$rudra" train "$solver" --batch 4294967296
 expect_error "Data net needs a shape" "--input-shape" "$rudra" time "$src/models/cifar10_full/cifar10_full_train_test.prototxt"
 expect_error "snapshot of another net" "do not match" "$rudra" test "$src/test/models/lenet_train_test.prototxt" "$snap" --data "$data"
 

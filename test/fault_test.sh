@@ -190,4 +190,10 @@ expect_error done_ck "raise --epochs" --resume "$work/hs_killed"
 expect_error bad_every "--checkpoint-every must be N (updates, at most 1e15), Ns (seconds, at most 1e9), Nm (minutes, at most 1e7) or 0, got '5x'" "$solver" --data "$data" --checkpoint-every 5x
 expect_error every_inf "got 'inf'" "$solver" --data "$data" --checkpoint-every inf
 expect_error every_huge "got '1e30s'" "$solver" --data "$data" --checkpoint-every 1e30s
+expect_error fan_out_huge "--broadcast-fan-out: must be a positive integer of at most 2147483647, got '99999999999'" \
+  "$solver" --data "$data" --topology 'adv*' --broadcast-fan-out 99999999999
+expect_error sleep_huge "--wait-sleep-us: must be a number of microseconds of at most 1000000, got '1000001'" \
+  "$solver" --data "$data" --wait-sleep-us 1000001
+expect_error peer_timeout_huge "--peer-timeout: must be a number of seconds above 0 and at most 86400, got '1e300'" \
+  "$solver" --data "$data" --peer-timeout 1e300
 finish

@@ -70,6 +70,14 @@ TEST_CASE("layout: base puts every learner below rank 0; adv a leaf PS on each n
     CHECK(star.broadcast_children(17).empty());
     CHECK(star.broadcast_children(2).empty());  // a leaf PS takes no part
     CHECK(adv.broadcast_parent(3) == -1);
+    // A fan-out far past the learners (and past an int times a node index): the root sends to
+    // every learner, nobody forwards.
+    const RankLayout wide = RankLayout::make(Topology::AdvStar, consecutive_nodes(18, 4), 0, 1500000000);
+    CHECK(wide.broadcast_children(0) == wide.learners());
+    for (int l : wide.learners()) {
+        CHECK(wide.broadcast_children(l).empty());
+        CHECK(wide.broadcast_parent(l) == 0);
+    }
     // Every learner hears from exactly one parent, and the parents' children cover all of them.
     std::vector<int> covered;
     for (int r = 0; r < star.size(); ++r)

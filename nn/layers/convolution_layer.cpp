@@ -52,8 +52,10 @@ public:
         if (geom_.channels % group_ || num_output_ % group_)
             fail("channels (" + std::to_string(geom_.channels) + ") and num_output (" +
                  std::to_string(num_output_) + ") must be divisible by group (" + std::to_string(group_) + ")");
-        if (geom_.out_h() < 1 || geom_.out_w() < 1)
-            fail("kernel larger than the padded input " + b[0].str());
+        if (const std::string why = kernels::geometry_problem(geom_); !why.empty()) {
+            if (why.rfind("the kernel is larger", 0) == 0) fail("kernel larger than the padded input " + b[0].str());
+            fail(why);
+        }
         param_decls_.push_back(
             {Shape{num_output_, geom_.channels / group_, geom_.kernel_h, geom_.kernel_w}, weight_filler_});
         if (bias_term_) param_decls_.push_back({Shape{num_output_}, bias_filler_});

@@ -36,7 +36,7 @@ public:
     std::vector<Shape> setup(const std::vector<Shape>& b) override {
         if (b.size() != 1 || b[0].rank() < 1) fail("needs one bottom");
         num_ = b[0][0];
-        in_ = static_cast<int>(b[0].count_from(1));
+        in_ = checked_cast<int>(b[0].count_from(1), "the inputs of each sample (" + b[0].str() + ")");
         param_decls_.push_back({Shape{out_, in_}, weight_filler_});
         if (bias_term_) param_decls_.push_back({Shape{out_}, bias_filler_});
         return {Shape{num_, out_}};

@@ -40,6 +40,7 @@ public:
             g_.stride_h = g_.stride_w = 1;
             g_.pad_h = g_.pad_w = 0;
         }
+        if (const std::string why = kernels::geometry_problem(g_); !why.empty()) fail(why);
         planes_ = static_cast<long>(b[0][0]) * b[0][1];
         top_ = Shape{b[0][0], b[0][1], g_.pooled_h(), g_.pooled_w()};
         kernel_.emplace(max_ ? kernels::PoolMethod::Max : kernels::PoolMethod::Average, g_);

@@ -15,7 +15,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
         const data::Dataset d = data::parse_idx(images, fuzz::kInputName + "-images", labels, fuzz::kInputName + "-labels");
         fuzz::require(d.size() > 0, "a data set read has samples");
-        fuzz::require(static_cast<int64_t>(d.pixels.size()) == d.size() * d.sample_bytes(), "pixels match the shape");
+        int64_t bytes = 0;
+        fuzz::require(!__builtin_mul_overflow(d.size(), d.sample_bytes(), &bytes) &&
+                          static_cast<int64_t>(d.pixels.size()) == bytes,
+                      "pixels match the shape");
         for (uint8_t l : d.labels) fuzz::require(l < d.num_classes, "labels below num_classes");
     } catch (const std::exception& e) {
         fuzz::require_named(e);
