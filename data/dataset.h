@@ -39,6 +39,9 @@ struct Dataset {
 
 // IDX (MNIST, Fashion-MNIST): an idx3 image file and an idx1 label file, gzip or plain.
 Dataset read_idx(const std::string& images_path, const std::string& labels_path);
+// A whole file, gunzipped when it is gzip (zlib reads plain files as they are). Throws DataError
+// naming the file (missing, unreadable, corrupt or truncated gzip data).
+std::vector<uint8_t> read_maybe_gzip(const std::string& path);
 // The same from the files' (gunzipped) bytes; the paths name them in errors.
 Dataset parse_idx(const std::vector<uint8_t>& images, const std::string& images_path,
                   const std::vector<uint8_t>& labels, const std::string& labels_path);

@@ -6,11 +6,9 @@
 #include "data/dataset.h"
 
 namespace rudra::data {
-namespace {
 
 namespace fs = std::filesystem;
 
-// Whole file, gunzipped when it is gzip (zlib reads plain files as they are).
 std::vector<uint8_t> read_maybe_gzip(const std::string& path) {
     if (!fs::exists(path)) throw DataError(path + ": no such file");
     gzFile f = gzopen(path.c_str(), "rb");
@@ -35,6 +33,8 @@ std::vector<uint8_t> read_maybe_gzip(const std::string& path) {
     if (err != Z_OK && err != Z_STREAM_END) throw DataError(path + ": corrupt or truncated gzip data: " + text);
     return out;
 }
+
+namespace {
 
 uint32_t be32(const std::vector<uint8_t>& b, size_t at) {
     return (uint32_t(b[at]) << 24) | (uint32_t(b[at + 1]) << 16) | (uint32_t(b[at + 2]) << 8) | b[at + 3];

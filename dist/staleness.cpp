@@ -69,8 +69,15 @@ StalenessStats StalenessStats::from_state(const nlohmann::json& j, int learners)
     j.at("epoch_max").get_to(s.epoch_max_);
     j.at("clock_offsets").get_to(s.clock_offsets_);
     j.at("clock_entries").get_to(s.clock_entries_);
-    if (s.clock_offsets_.empty() || s.clock_offsets_.back() != static_cast<int64_t>(s.clock_entries_.size()))
-        throw std::runtime_error("staleness statistics: vector clocks do not add up");
+    // Each update's clock is entries [offsets[u], offsets[u + 1]): the offsets start at 0, never
+    // fall, and end at the entries' count, or the clocks would be read outside them.
+    bool clocks_add_up = !s.clock_offsets_.empty() && s.clock_offsets_.front() == 0 &&
+                         s.clock_offsets_.back() == static_cast<int64_t>(s.clock_entries_.size());
+    for (size_t u = 1; clocks_add_up && u < s.clock_offsets_.size(); ++u)
+        clocks_add_up = s.clock_offsets_[u] >= s.clock_offsets_[u - 1];
+    if (!clocks_add_up) throw std::runtime_error("staleness statistics: vector clocks do not add up");
+    if (s.gradients_ < 0 || s.max_ < 0 || s.epoch_count_ < 0 || s.epoch_max_ < 0)
+        throw std::runtime_error("staleness statistics: a negative count");
     return s;
 }
 

@@ -143,6 +143,33 @@ nlohmann::ordered_json UpdateRule::state() const {
             {"staleness", stats_.state()}};
 }
 
+namespace {
+
+// Every number of a rule's state is a count, but its moving mean of staleness: a float (or a
+// number past 64 bits) would be converted to an integer without a word.
+void require_integers(const nlohmann::json& j, const std::string& where) {
+    if (j.is_object()) {
+        for (const auto& [key, value] : j.items())
+            if (key != "sigma_ema") require_integers(value, where + "." + key);
+    } else if (j.is_array()) {
+        for (const auto& value : j) require_integers(value, where);
+    } else if (j.is_number() && !j.is_number_integer()) {
+        throw std::runtime_error(where + ": " + j.dump() + " where an integer belongs");
+    }
+}
+
+}  // namespace
+
+void UpdateRule::check_state(const nlohmann::json& j) {
+    require_integers(j, "rule");
+    if (j.at("timestamp").get<int64_t>() < 0 || j.at("samples").get<int64_t>() < 0)
+        throw std::runtime_error("a negative timestamp or sample count");
+    j.at("sigma_ema").get<double>();
+    const auto applied = j.at("applied").get<std::vector<int64_t>>();
+    if (applied.size() > (size_t{1} << 24)) throw std::runtime_error("more than 2^24 learners");
+    StalenessStats::from_state(j.at("staleness"), static_cast<int>(applied.size()));
+}
+
 void UpdateRule::restore_state(const nlohmann::json& j) {
     j.at("timestamp").get_to(ts_);
     j.at("samples").get_to(samples_);

@@ -69,6 +69,9 @@ public:
     // in progress are not kept: their learners compute them again from the same samples.
     nlohmann::ordered_json state() const;
     void restore_state(const nlohmann::json& state);
+    // Throws (std::runtime_error or a JSON error saying which field) unless `state` is one that
+    // restore_state takes: checked when a checkpoint is read, before any rank relies on it.
+    static void check_state(const nlohmann::json& state);
 
     int64_t timestamp() const { return ts_; }
     int64_t samples() const { return samples_; }

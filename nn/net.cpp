@@ -33,7 +33,8 @@ std::string gib(double bytes) {
 }  // namespace
 
 void Net::check_memory(const std::string& what, double more_floats) const {
-    const double need = sizeof(float) * (2.0 * blob_floats_ + more_floats), have = physical_memory();
+    const double need = sizeof(float) * (2.0 * blob_floats_ + more_floats);
+    const double have = memory_bytes_ > 0 ? memory_bytes_ : physical_memory();
     if (have > 0 && need > have)
         throw ConfigError(what + " need " + gib(need) + ", more than this machine's " + gib(have) +
                           " of memory (lower the mini-batch)");
@@ -68,7 +69,7 @@ Blob& Net::blob(const std::string& name) {
     return *b;
 }
 
-Net::Net(const NetSpec& spec, const NetOptions& opt, ParamStore* shared) {
+Net::Net(const NetSpec& spec, const NetOptions& opt, ParamStore* shared) : memory_bytes_(opt.memory_bytes) {
     std::vector<ParamEntry> entries;
     std::map<std::string, int> consumers;  // back-propagating consumers per blob, to refuse fan-out
     size_t scratch_total = 0;

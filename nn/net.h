@@ -22,6 +22,7 @@ struct NetOptions {
     std::array<int, 3> data_chw{0, 0, 0};  // shape of one sample for a Data layer
     uint64_t seed = 1;                   // for layers with randomness (dropout)
     KernelOptions kernels;               // backends of the compute layers
+    double memory_bytes = 0;             // what the net may take (0: the machine's memory)
 };
 
 class Net {
@@ -42,6 +43,7 @@ public:
     const Layer& layer(size_t i) const { return *layers_[i].layer; }
     bool layer_needs_backward(size_t i) const { return layers_[i].needs_backward; }
 
+    const std::vector<Blob>& blobs() const { return blobs_; }
     Blob* find_blob(const std::string& name);
     Blob& blob(const std::string& name);   // throws when missing
     Blob& input_data() { return blobs_[input_data_]; }
@@ -81,6 +83,7 @@ private:
     // Refuses (ConfigError "WHAT need N GiB...") when the blobs' values and gradients and
     // `more_floats` exceed the machine's memory.
     void check_memory(const std::string& what, double more_floats) const;
+    double memory_bytes_ = 0;  // NetOptions::memory_bytes
     std::vector<bool> blob_needs_backward_;
     std::unique_ptr<ParamStore> own_params_;
     ParamStore* params_ = nullptr;

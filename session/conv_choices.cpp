@@ -44,6 +44,21 @@ void write_cache(const std::string& path, const nlohmann::json& j) {
 
 }  // namespace
 
+std::optional<kernels::AutoChoice> cached_choice(const std::string& path, const std::string& key, std::string& damage) {
+    const nlohmann::json cache = read_cache(path, damage);
+    const auto entry = cache.find(key);
+    if (entry == cache.end() || !entry->is_object()) return std::nullopt;
+    const nlohmann::json& e = *entry;
+    const auto text = [&](const char* field) {
+        const auto it = e.find(field);
+        return it != e.end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    const auto be = kernels::conv_backend_from_name(text("backend"));
+    const auto dbe = kernels::conv_backend_from_name(text("data_backend"));
+    if (!be || !dbe || !kernels::conv_backend_available(*be) || !kernels::conv_backend_available(*dbe)) return std::nullopt;
+    return kernels::AutoChoice{*be, *dbe, text("summary") + " (cached)"};
+}
+
 std::string default_auto_cache() {
     if (const char* d = std::getenv("RUDRA_CACHE_DIR"); d && *d) return std::string(d) + "/conv_auto.json";
     if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/rudra/conv_auto.json";
@@ -54,29 +69,18 @@ std::string default_auto_cache() {
 ConvChoices::ConvChoices(const std::string& cache) : path_(cache == "default" ? default_auto_cache() : cache) {}
 
 kernels::AutoChoice ConvChoices::choose(const std::string& layer, const kernels::ConvProblem& p, int threads) {
-    using kernels::conv_backend_available;
-    using kernels::conv_backend_from_name;
     using kernels::conv_backend_name;
     const std::string key = kernels::auto_cache_key(p, threads);
     std::string damage;
-    nlohmann::json cache = path_.empty() ? nlohmann::json::object() : read_cache(path_, damage);
-    if (cache.contains(key) && cache[key].is_object()) {
-        const nlohmann::json& e = cache[key];
-        if (e.contains("backend") && e["backend"].is_string() && e.contains("data_backend") &&
-            e["data_backend"].is_string()) {
-            auto be = conv_backend_from_name(e["backend"].get<std::string>());
-            auto dbe = conv_backend_from_name(e["data_backend"].get<std::string>());
-            if (be && dbe && conv_backend_available(*be) && conv_backend_available(*dbe))
-                return chosen_[layer] = {*be, *dbe, e.value("summary", std::string()) + " (cached)"};
-        }
-    }
+    if (!path_.empty())
+        if (std::optional<kernels::AutoChoice> cached = cached_choice(path_, key, damage)) return chosen_[layer] = *cached;
     kernels::AutoChoice choice = kernels::measure_conv_backends(p, threads);
     if (!damage.empty()) choice.summary += "; " + damage;
     if (!path_.empty()) {
         // Read again: another process of the job (the statistics server, another role) may have
         // added its shapes while this one measured.
         std::string ignored;
-        cache = read_cache(path_, ignored);
+        nlohmann::json cache = read_cache(path_, ignored);
         cache[key] = {{"backend", conv_backend_name(choice.backend)},
                       {"data_backend", conv_backend_name(choice.data_backend)},
                       {"summary", choice.summary}};

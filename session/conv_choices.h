@@ -5,6 +5,7 @@
 // (nn::KernelOptions::with_choices).
 #pragma once
 #include <map>
+#include <optional>
 #include <string>
 
 #include "kernels/conv_autotune.h"
@@ -15,6 +16,11 @@ namespace rudra::session {
 // $RUDRA_CACHE_DIR/conv_auto.json, else $XDG_CACHE_HOME/rudra/conv_auto.json, else
 // $HOME/.cache/rudra/conv_auto.json; "" when none of them is set (nothing is cached then).
 std::string default_auto_cache();
+
+// The choice the cache file `path` holds under `key`, when it holds a usable one (known and
+// available backends). A missing file is none; a damaged one is none too and is described in
+// `damage`: never an exception.
+std::optional<kernels::AutoChoice> cached_choice(const std::string& path, const std::string& key, std::string& damage);
 
 class ConvChoices {
 public:

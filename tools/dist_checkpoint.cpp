@@ -1,10 +1,50 @@
 #include "tools/dist_checkpoint.h"
 
 #include <filesystem>
+#include <limits>
 #include <stdexcept>
+#include <type_traits>
+#include <utility>
+
+#include "dist/update_rule.h"
 
 namespace rudra::tools {
 namespace fs = std::filesystem;
+
+namespace {
+
+// Everything a resumed run reads from the metadata is checked here, so that a checkpoint is
+// refused with its name, not later by a rank that trusted it.
+DistCheckpoint from_snapshot(nn::Snapshot snapshot, const std::string& path) {
+    DistCheckpoint ck;
+    ck.path = path;
+    ck.snapshot = std::move(snapshot);
+    if (ck.snapshot.metadata.empty())
+        throw std::runtime_error(ck.path + ": a plain snapshot, not a distributed run's checkpoint (use --warm-start)");
+    try {
+        ck.meta = nlohmann::json::parse(ck.snapshot.metadata);
+        if (!ck.meta.is_object() || ck.meta.value("format", std::string()) != "rudra dist checkpoint")
+            throw std::runtime_error("not a rudra dist checkpoint's metadata");
+        for (const auto* field : {&ck.meta.at("epoch"), &ck.meta.at("rule").at("samples"), &ck.meta.at("settings").at("learners")})
+            if (!field->is_number_integer()) throw std::runtime_error(field->dump() + " where an integer belongs");
+        if (!ck.meta.at("elapsed_s").is_number()) throw std::runtime_error("'elapsed_s' is not a number");
+        if (ck.epoch() < 0 || ck.samples() < 0 || !(ck.elapsed_s() >= 0) || ck.learners() < 1)
+            throw std::runtime_error("a negative epoch, sample count or time, or no learner");
+        for (const auto& a : ck.meta.at("rule").at("applied"))
+            if (!a.is_number_integer() || a.get<int64_t>() < 0)
+                throw std::runtime_error("a learner's count of gradients is " + a.dump());
+        if (!ck.meta.at("settings").is_object()) throw std::runtime_error("'settings' is not an object");
+        for (const char* text : {"reason", "written_at", "protocol"})
+            if (ck.meta.contains(text) && !ck.meta[text].is_string())
+                throw std::runtime_error(std::string("'") + text + "' is not text");
+        dist::UpdateRule::check_state(ck.meta.at("rule"));
+    } catch (const std::exception& e) {
+        throw std::runtime_error(ck.path + ": checkpoint metadata unusable: " + e.what());
+    }
+    return ck;
+}
+
+}  // namespace
 
 int64_t DistCheckpoint::applied(int index) const {
     const auto& a = meta.at("rule").at("applied");
@@ -14,26 +54,15 @@ int64_t DistCheckpoint::applied(int index) const {
 std::string checkpoint_path(const std::string& output_dir) { return (fs::path(output_dir) / "checkpoint.rudra").string(); }
 
 DistCheckpoint read_dist_checkpoint(const std::string& file_or_dir) {
-    DistCheckpoint ck;
-    ck.path = fs::is_directory(file_or_dir) ? checkpoint_path(file_or_dir) : file_or_dir;
-    if (!fs::exists(ck.path))
-        throw std::runtime_error(ck.path + ": no checkpoint there (a distributed run writes OUTDIR/checkpoint.rudra)");
-    ck.snapshot = nn::read_snapshot(ck.path);
-    if (ck.snapshot.metadata.empty())
-        throw std::runtime_error(ck.path + ": a plain snapshot, not a distributed run's checkpoint (use --warm-start)");
-    try {
-        ck.meta = nlohmann::json::parse(ck.snapshot.metadata);
-        if (ck.meta.at("format") != "rudra dist checkpoint")
-            throw std::runtime_error("format '" + ck.meta.at("format").dump() + "'");
-        ck.epoch();
-        ck.samples();
-        ck.elapsed_s();
-        ck.learners();
-        ck.meta.at("rule").at("applied");
-    } catch (const std::exception& e) {
-        throw std::runtime_error(ck.path + ": checkpoint metadata unusable: " + e.what());
-    }
+    const std::string path = fs::is_directory(file_or_dir) ? checkpoint_path(file_or_dir) : file_or_dir;
+    if (!fs::exists(path))
+        throw std::runtime_error(path + ": no checkpoint there (a distributed run writes OUTDIR/checkpoint.rudra)");
+    DistCheckpoint ck = from_snapshot(nn::read_snapshot(path), path);
     return ck;
+}
+
+DistCheckpoint parse_dist_checkpoint(const std::string& bytes, const std::string& path) {
+    return from_snapshot(nn::parse_snapshot(bytes, path), path);
 }
 
 nlohmann::ordered_json run_settings(const DistOptions& o, int learners) {
@@ -71,7 +100,22 @@ template <class T>
 void take(DistOptions& o, const DistCheckpoint& ck, const char* key, const char* option, T& field, bool may_change) {
     const auto& settings = ck.meta.at("settings");
     if (!settings.contains(key)) return;
-    const T saved = settings.at(key).get<T>();
+    const auto& value = settings.at(key);
+    const auto unusable = [&](const std::string& why) {
+        return std::runtime_error(ck.path + ": the checkpoint's setting '" + key + "' is unusable: " + why);
+    };
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        // A float or an integer past the field would be converted without a word.
+        if (!value.is_number_integer() || value.get<int64_t>() < std::numeric_limits<T>::min() ||
+            value.get<int64_t>() > std::numeric_limits<T>::max())
+            throw unusable(value.dump() + " is not an integer of its range");
+    }
+    T saved;
+    try {
+        saved = value.get<T>();
+    } catch (const nlohmann::json::exception& e) {
+        throw unusable(e.what());
+    }
     if (!o.given.count(option)) {
         field = saved;
     } else if (!may_change && field != saved) {

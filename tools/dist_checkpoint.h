@@ -33,11 +33,14 @@ std::string checkpoint_path(const std::string& output_dir);
 // `file_or_dir`: a checkpoint, or an output directory holding checkpoint.rudra. Throws naming
 // the file and the problem (missing, corrupt, not a distributed run's checkpoint).
 DistCheckpoint read_dist_checkpoint(const std::string& file_or_dir);
+// The same from the file's bytes; `path` names them in errors.
+DistCheckpoint parse_dist_checkpoint(const std::string& bytes, const std::string& path);
 
 // The settings that define a run, as the checkpoint keeps them.
 nlohmann::ordered_json run_settings(const DistOptions& o, int learners);
 
-// A resumed run takes the checkpoint's settings for every option not on the command line.
+// A resumed run takes the checkpoint's settings for every option not on the command line. Errors
+// name the checkpoint and the setting.
 // Options that define the run (solver, data, protocol, n, batch, rates, seed...) must match if
 // given; --epochs (the total), the output, threads, waits, kernels and fault settings may change.
 void apply_checkpoint_settings(DistOptions& o, const DistCheckpoint& ck);

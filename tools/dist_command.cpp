@@ -121,30 +121,6 @@ Setup read_setup(const DistOptions& o) {
     return s;
 }
 
-// --straggler RANK:FACTOR, checked against the learners' ranks: {rank, factor}, or {-1, 1}.
-std::pair<int, double> parse_straggler(const std::string& text, const std::vector<int>& learner_ranks) {
-    if (text.empty()) return {-1, 1.0};
-    const auto bad = [&] {
-        std::string ranks;
-        for (int r : learner_ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
-        return std::runtime_error("--straggler must be RANK:FACTOR with RANK a learner's rank (" + ranks +
-                                  ") and FACTOR a number >= 1, got '" + text + "'");
-    };
-    const size_t colon = text.find(':');
-    if (colon == std::string::npos) throw bad();
-    try {
-        size_t used_rank = 0, used_factor = 0;
-        const int rank = std::stoi(text.substr(0, colon), &used_rank);
-        const double factor = std::stod(text.substr(colon + 1), &used_factor);
-        if (used_rank != colon || used_factor != text.size() - colon - 1 || !(factor >= 1.0) || !std::isfinite(factor) ||
-            std::find(learner_ranks.begin(), learner_ranks.end(), rank) == learner_ranks.end())
-            throw bad();
-        return {rank, factor};
-    } catch (const std::logic_error&) {  // stoi/stod: not a number, out of range
-        throw bad();
-    }
-}
-
 // Returns the process's exit code.
 int run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
            const data::TrainTest& sets, const dist::WaitPolicy& wait, dist::MpiSession& mpi, dist::Heartbeat& heartbeat) {

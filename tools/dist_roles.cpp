@@ -307,6 +307,29 @@ std::string checkpoint_metadata(const std::string& reason, int64_t epoch, double
         .dump();
 }
 
+std::pair<int, double> parse_straggler(const std::string& text, const std::vector<int>& learner_ranks) {
+    if (text.empty()) return {-1, 1.0};
+    const auto bad = [&] {
+        std::string ranks;
+        for (int r : learner_ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+        return std::runtime_error("--straggler must be RANK:FACTOR with RANK a learner's rank (" + ranks +
+                                  ") and FACTOR a number >= 1, got '" + text + "'");
+    };
+    const size_t colon = text.find(':');
+    if (colon == std::string::npos) throw bad();
+    try {
+        size_t used_rank = 0, used_factor = 0;
+        const int rank = std::stoi(text.substr(0, colon), &used_rank);
+        const double factor = std::stod(text.substr(colon + 1), &used_factor);
+        if (used_rank != colon || used_factor != text.size() - colon - 1 || !(factor >= 1.0) || !std::isfinite(factor) ||
+            std::find(learner_ranks.begin(), learner_ranks.end(), rank) == learner_ranks.end())
+            throw bad();
+        return {rank, factor};
+    } catch (const std::logic_error&) {  // stoi/stod: not a number, out of range
+        throw bad();
+    }
+}
+
 CheckpointEvery parse_checkpoint_every(const std::string& text) {
     size_t used = 0;
     double v = -1;

@@ -59,6 +59,9 @@ struct CheckpointEvery {
 };
 CheckpointEvery parse_checkpoint_every(const std::string& text);
 
+// --straggler RANK:FACTOR, checked against the learners' ranks: {rank, factor}, or {-1, 1} for "".
+std::pair<int, double> parse_straggler(const std::string& text, const std::vector<int>& learner_ranks);
+
 // Every rank, once its role is set up: waits for the others (so that training starts together;
 // a PeerError when they do not all come within the start-up allowance), then tells the
 // statistics server its start-up time and resident memory.

@@ -3,14 +3,14 @@
 # ASan+UBSan). Each starts from its saved corpus, test/fuzz/corpus/TARGET, which ctest replays
 # in every build. Inputs that reach new code are merged into that corpus (minimised), and
 # every finding is copied there too, so that it stays a regression test once fixed.
-# Usage: tools/fuzz.sh [SECONDS_EACH] [TARGET...]   (default 600 s; prototxt idx cifar snapshot)
+# Usage: tools/fuzz.sh [SECONDS_EACH] [TARGET...]   (default 600 s; every target)
 # Exits 1 when a target found something; its input and report are named at the end.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-600}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(prototxt idx cifar snapshot)
+[ ${#targets[@]} -gt 0 ] || targets=(prototxt idx cifar snapshot net checkpoint bench autotune_cache options messages gzip)
 command -v clang++-14 >/dev/null || { echo "fuzz.sh: clang++-14 is needed (apt-get install clang-14 libclang-rt-14-dev libomp-14-dev)" >&2; exit 2; }
 cmake --preset fuzz >/dev/null || exit 2
 cmake --build build-fuzz -j2 --target "${targets[@]/#/fuzz_}" >/dev/null || exit 2

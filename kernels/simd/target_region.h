@@ -18,9 +18,9 @@
 #if defined(__clang__)
 #define RUDRA_BEGIN_TARGET_AVX2 \
     _Pragma("clang attribute push(__attribute__((target(\"avx2,fma\"))), apply_to = function)")
-#define RUDRA_BEGIN_TARGET_AVX512                                                                            \
-    _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,avx512f,avx512dq,avx512bw,avx512vl\"))), " \
-            "apply_to = function)")
+// One string literal: _Pragma does not join adjacent ones.
+#define RUDRA_BEGIN_TARGET_AVX512 \
+    _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,avx512f,avx512dq,avx512bw,avx512vl\"))), apply_to = function)")
 #define RUDRA_END_TARGET _Pragma("clang attribute pop")
 #else
 #define RUDRA_BEGIN_TARGET_AVX2 _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma\")")

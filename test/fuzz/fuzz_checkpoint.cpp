@@ -1,0 +1,42 @@
+// A distributed run's checkpoint: the snapshot, its metadata (settings, counters, staleness
+// statistics and vector clocks) and what a resumed run takes from it. As in fuzz_snapshot, an
+// odd first byte has the target write the right CRC, so that the metadata is reached. A
+// checkpoint is refused naming the file, or every accessor a resumed run uses works on it.
+#include <zlib.h>
+
+#include <cstring>
+
+#include "tools/dist_checkpoint.h"
+#include "test/fuzz/fuzz_target.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    using namespace rudra;
+    if (size == 0) return 0;
+    std::string bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
+    if ((data[0] & 1) && bytes.size() >= 4) {
+        const uint32_t crc = static_cast<uint32_t>(
+            crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size() - 4)));
+        std::memcpy(bytes.data() + bytes.size() - 4, &crc, 4);
+    }
+    tools::DistCheckpoint ck;
+    try {
+        ck = tools::parse_dist_checkpoint(bytes, fuzz::kInputName);
+    } catch (const std::exception& e) {
+        fuzz::require_named(e);
+        return 0;
+    }
+    fuzz::require(ck.epoch() >= 0 && ck.samples() >= 0 && ck.elapsed_s() >= 0 && ck.learners() >= 1,
+                  "an accepted checkpoint's counters");
+    for (int i = -1; i <= ck.learners() && i < 64; ++i) fuzz::require(ck.applied(i) >= 0, "applied counts");
+    for (const bool given : {false, true}) {
+        tools::DistOptions o;
+        if (given) o.given = {"--epochs", "--protocol", "--batch"};
+        o.epochs = 1000000;
+        try {
+            tools::apply_checkpoint_settings(o, ck);
+        } catch (const std::exception& e) {
+            fuzz::require_named(e);
+        }
+    }
+    return 0;
+}
