@@ -148,7 +148,7 @@ void unpack_floats(const std::vector<char>& in, float* dst, size_t count) {
     if (in.size() < sizeof(H) || (in.size() - sizeof(H)) / sizeof(float) != count || (in.size() - sizeof(H)) % sizeof(float))
         throw std::runtime_error("malformed message: " + std::to_string(in.size()) + " bytes, expected a " +
                                  std::to_string(sizeof(H)) + "-byte header and " + std::to_string(count) + " floats");
-    std::memcpy(dst, in.data() + sizeof(H), count * sizeof(float));
+    if (count) std::memcpy(dst, in.data() + sizeof(H), count * sizeof(float));  // dst may be null when empty
 }
 
 }  // namespace rudra::dist

@@ -45,6 +45,13 @@ public:
 std::unique_ptr<ConvKernel> make_conv_kernel(const ConvProblem& p, ConvBackend backend, int threads,
                                              const IsaGate& gate = isa_gate());
 
+// An estimate, from above, of the floats a kernel of this problem holds of its own on any
+// backend: per thread an im2col matrix, a gradient accumulator and a padded image; the weights
+// packed three ways; with `reorders`, a copy of the mini-batch's input and output in another
+// layout (oneDNN's). Known before the kernel exists, so that a net refuses a layer whose kernel
+// would not fit before it allocates anything. In double: the geometry may be large.
+double conv_workspace_floats(const ConvProblem& p, int threads, bool reorders);
+
 // A kernel with random inputs of its own, for timing one pass ("fwd", "bwd_data", "bwd_weights").
 // oneDNN sizes its team from the OpenMP setting, which the caller sets to `threads`.
 class ConvBench {

@@ -4,6 +4,8 @@
 
 #include "kernels/aligned_buffer.h"
 #include "kernels/conv.h"
+
+#include <algorithm>
 #include "kernels/gemm.h"
 
 namespace rudra::kernels {
@@ -43,6 +45,18 @@ bool conv_backend_available(ConvBackend backend) {
 #endif
         default: return true;
     }
+}
+
+double conv_workspace_floats(const ConvProblem& p, int threads, bool reorders) {
+    const ConvGeometry& g = p.geom;
+    const double col_rows = static_cast<double>(g.channels) / p.groups * g.kernel_h * g.kernel_w;
+    const double col_cols = static_cast<double>(g.out_h()) * g.out_w();
+    const double weights = static_cast<double>(p.out_channels) * col_rows;
+    const double image = static_cast<double>(g.channels) * g.padded_h() * g.padded_w();
+    const double per_thread = 2.0 * col_rows * col_cols + weights + image + static_cast<double>(p.out_channels) * col_cols;
+    const double batch = static_cast<double>(p.num) * (static_cast<double>(g.channels) * g.height * g.width +
+                                                       static_cast<double>(p.out_channels) * col_cols);
+    return std::max(1, threads) * per_thread + 3.0 * weights + (reorders ? 2.0 * batch : 0.0) + 4096.0;
 }
 
 std::unique_ptr<ConvKernel> make_conv_kernel(const ConvProblem& p, ConvBackend backend, int threads,

@@ -14,10 +14,13 @@ namespace {
     throw std::invalid_argument("problem '" + text + "': " + why);
 }
 
-// Splits "mb128ic3" into {mb:128, ic:3}; n"name" becomes the name, ta/tb flags.
-std::map<std::string, long> fields(const std::string& text, std::string& name, std::vector<std::string>& flags) {
+// Splits "mb128ic3" into {mb:128, ic:3}; n"name" becomes the name, ta/tb flags. The fields are
+// `whole` from `start` on (after a "kind:" prefix); errors quote `whole`.
+std::map<std::string, long> fields(const std::string& whole, size_t start, std::string& name,
+                                   std::vector<std::string>& flags) {
+    const std::string& text = whole;
     std::map<std::string, long> out;
-    size_t i = 0;
+    size_t i = start;
     while (i < text.size()) {
         if (text[i] == '_') {  // optional separator, e.g. m75n1024k32ta_n"name"
             ++i;
@@ -157,7 +160,7 @@ Problem parse_problem(const std::string& text) {
         p.kind = kind->second;
         body = text.substr(colon + 1);
     }
-    auto f = fields(body, p.name, flags);
+    auto f = fields(text, text.size() - body.size(), p.name, flags);
     auto take = [&](const char* key, long fallback) {
         auto it = f.find(key);
         if (it == f.end()) return fallback;

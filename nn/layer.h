@@ -37,6 +37,11 @@ public:
     const std::vector<ParamDecl>& params() const { return param_decls_; }
     // Floats of working memory the layer needs, known after setup.
     virtual size_t scratch_floats() const { return 0; }
+    // Floats the layer will hold of its own (its kernels' buffers: an estimate from above), known
+    // after setup; the net refuses the layer when they would not fit, and then calls prepare(),
+    // which builds them.
+    virtual double own_floats() const { return 0.0; }
+    virtual void prepare() {}
     void bind(std::vector<ParamView> params, float* scratch) {
         param_views_ = std::move(params);
         scratch_ = scratch;

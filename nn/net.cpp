@@ -73,7 +73,7 @@ Net::Net(const NetSpec& spec, const NetOptions& opt, ParamStore* shared) : memor
     std::vector<ParamEntry> entries;
     std::map<std::string, int> consumers;  // back-propagating consumers per blob, to refuse fan-out
     size_t scratch_total = 0;
-    double param_floats = 0;
+    double param_floats = 0, own_floats = 0;
     std::map<std::string, int> name_lines;  // layer names of this phase and where they first appear
     for (const LayerSpec& ls : spec.layers) {
         if (!ls.applies_to(opt.phase)) continue;
@@ -188,10 +188,19 @@ Net::Net(const NetSpec& spec, const NetOptions& opt, ParamStore* shared) : memor
         }
         e.scratch_offset = scratch_total;
         scratch_total = checked_add<size_t>(scratch_total, round16(e.layer->scratch_floats()), where + ": scratch floats");
+        // The parameters (values, gradients and a solver's history), the layers' scratch and what
+        // they hold of their own (kernels' buffers) too, before the layer builds its kernels.
+        own_floats += e.layer->own_floats();
+        check_memory(where + ": the activations, parameters, scratch and kernel buffers up to this layer",
+                     3.0 * param_floats + static_cast<double>(scratch_total) + own_floats);
+        try {
+            e.layer->prepare();
+        } catch (const ConfigError&) {
+            throw;
+        } catch (const std::exception& ex) {
+            throw ConfigError(spec.file + ":" + std::to_string(ls.line) + ": " + ex.what());
+        }
         layers_.push_back(std::move(e));
-        // The parameters (values, gradients and a solver's history) and the layers' scratch too.
-        check_memory(where + ": the activations, parameters and scratch up to this layer",
-                     3.0 * param_floats + static_cast<double>(scratch_total));
     }
     if (input_data_ < 0) throw ConfigError(spec.file + ": no Data or Input layer for phase " + phase_name(opt.phase));
 

@@ -102,8 +102,13 @@ expect_error "a convolution past int sizes" "layer 'conv1' (Convolution): the in
   "$rudra" time "$solver" --batch 1 --input-shape 1,2147483647,1
 printf 'name: "huge"\ninput: "data"\ninput_shape { dim: 1 dim: 1048576 }\nlayer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 16777216 } }\n' \
   >"$work/huge_params.prototxt"
-expect_error "parameters beyond memory" "huge_params.prototxt:4: layer 'ip': the activations, parameters and scratch up to this layer need" \
+expect_error "parameters beyond memory" "huge_params.prototxt:4: layer 'ip': the activations, parameters, scratch and kernel buffers up to this layer need" \
   "$rudra" time "$work/huge_params.prototxt"
+printf 'name: "padded"\ninput: "data"\ninput_shape { dim: 1 dim: 1024 dim: 2 dim: 2 }\nlayer { name: "conv" type: "Convolution" bottom: "data" top: "conv" convolution_param { num_output: 8 kernel_size: 5 pad: 500 } }\n' \
+  >"$work/padded.prototxt"
+expect_error "kernel buffers beyond memory, before they are allocated" \
+  "padded.prototxt:4: layer 'conv': the activations, parameters, scratch and kernel buffers up to this layer need" \
+  "$rudra" time "$work/padded.prototxt"
 expect_error "a bench size past int" "problem 'mb4294967298ic3ih32oc32oh32kh3ph1': 'mb' is 4294967298, more than 2147483647" \
   "$rudra" bench mb4294967298ic3ih32oc32oh32kh3ph1
 expect_error "a bench geometry past int" "past the kernels' int sizes" "$rudra" bench mb1ic65536ih65536oc32kh3ph1

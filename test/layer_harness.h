@@ -22,6 +22,7 @@ public:
         : spec_(nn::parse_net_spec("layer { " + layer_block + " }", "<test>")) {
         layer_ = nn::make_layer(spec_.layers[0], "<test>", phase, kernels);
         auto tops = layer_->setup(bottom_shapes);
+        layer_->prepare();  // as the net does once the layer's memory is checked
         bottoms_.resize(bottom_shapes.size());
         tops_.resize(tops.size());
         for (size_t i = 0; i < bottom_shapes.size(); ++i) make_blob(bottoms_[i], bottom_shapes[i]);

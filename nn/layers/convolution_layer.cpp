@@ -59,9 +59,17 @@ public:
         param_decls_.push_back(
             {Shape{num_output_, geom_.channels / group_, geom_.kernel_h, geom_.kernel_w}, weight_filler_});
         if (bias_term_) param_decls_.push_back({Shape{num_output_}, bias_filler_});
-        make_kernel();
         return {Shape{num_, num_output_, geom_.out_h(), geom_.out_w()}};
     }
+
+    // Two kernels at most (backward-data on another backend); oneDNN (or `auto`, which may
+    // choose it) copies the mini-batch into its layouts.
+    double own_floats() const override {
+        const std::string name = options_.conv_for(name_);
+        const bool reorders = name.find("onednn") != std::string::npos || name.find("auto") != std::string::npos;
+        return 2.0 * kernels::conv_workspace_floats(problem(), threads(), reorders);
+    }
+    void prepare() override { make_kernel(); }
 
     void forward(const std::vector<Blob*>& bottom, const std::vector<Blob*>& top) override {
         kernel_->forward(bottom[0]->data, param_views_[0].data, bias_term_ ? param_views_[1].data : nullptr,
@@ -91,13 +99,19 @@ private:
     // The backend the user chose for this layer: one, two ("onednn+own": the second for
     // backward-data), or `auto`, which the session answers (session/conv_choices.h) or, when
     // none is given, which measures them on this shape.
-    void make_kernel() {
+    kernels::ConvProblem problem() const {
         kernels::ConvProblem p;
         p.num = num_;
         p.geom = geom_;
         p.out_channels = num_output_;
         p.groups = group_;
-        const int threads = std::max(1, omp_get_max_threads());
+        return p;
+    }
+    static int threads() { return std::max(1, omp_get_max_threads()); }
+
+    void make_kernel() {
+        const kernels::ConvProblem p = problem();
+        const int threads = this->threads();
         const std::string name = options_.conv_for(name_);
         std::string first = name, second = name, why;
         if (name == "auto") {

@@ -2,8 +2,6 @@
 // statistics and vector clocks) and what a resumed run takes from it. As in fuzz_snapshot, an
 // odd first byte has the target write the right CRC, so that the metadata is reached. A
 // checkpoint is refused naming the file, or every accessor a resumed run uses works on it.
-#include <zlib.h>
-
 #include <cstring>
 
 #include "tools/dist_checkpoint.h"
@@ -12,12 +10,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     using namespace rudra;
     if (size == 0) return 0;
-    std::string bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
-    if ((data[0] & 1) && bytes.size() >= 4) {
-        const uint32_t crc = static_cast<uint32_t>(
-            crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size() - 4)));
-        std::memcpy(bytes.data() + bytes.size() - 4, &crc, 4);
-    }
+    const std::string bytes = fuzz::with_fixed_crc(data, size);
     tools::DistCheckpoint ck;
     try {
         ck = tools::parse_dist_checkpoint(bytes, fuzz::kInputName);

@@ -2,8 +2,6 @@
 // reader at the checksum: when the first byte is odd, the target writes the right CRC into the
 // last 4 bytes, so that the fields behind it are reached. An accepted snapshot must write back
 // to the same bytes.
-#include <zlib.h>
-
 #include <cstring>
 
 #include "nn/snapshot.h"
@@ -12,12 +10,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     using namespace rudra;
     if (size == 0) return 0;
-    std::string bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
-    if ((data[0] & 1) && bytes.size() >= 4) {
-        const uint32_t crc = static_cast<uint32_t>(
-            crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size() - 4)));
-        std::memcpy(bytes.data() + bytes.size() - 4, &crc, 4);
-    }
+    const std::string bytes = fuzz::with_fixed_crc(data, size);
     try {
         const nn::Snapshot s = nn::parse_snapshot(bytes, fuzz::kInputName);
         const std::string again = nn::snapshot_bytes(s);

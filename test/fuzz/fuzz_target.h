@@ -30,6 +30,11 @@ inline void require(bool ok, const char* what) {
     std::abort();
 }
 
+// The input after its first byte; when that byte is odd, with the CRC-32 of all but its last 4
+// bytes written into them, so that a snapshot's fields behind the checksum are reached (a random
+// file almost never carries a valid one).
+std::string with_fixed_crc(const uint8_t* data, size_t size);
+
 }  // namespace rudra::fuzz
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
