@@ -8,10 +8,26 @@
 
 
 namespace rudra::kernels {
+
+std::string printable(const std::string& text) {
+    std::string out;
+    for (const unsigned char c : text) {
+        if (c >= 0x20 && c < 0x7f) {
+            out += static_cast<char>(c);
+        } else {
+            static const char kHex[] = "0123456789abcdef";
+            out += "\\x";
+            out += kHex[c >> 4];
+            out += kHex[c & 15];
+        }
+    }
+    return out;
+}
+
 namespace {
 
 [[noreturn]] void bad(const std::string& text, const std::string& why) {
-    throw std::invalid_argument("problem '" + text + "': " + why);
+    throw std::invalid_argument("problem '" + printable(text) + "': " + why);
 }
 
 // Splits "mb128ic3" into {mb:128, ic:3}; n"name" becomes the name, ta/tb flags. The fields are
@@ -239,9 +255,27 @@ Problem with_minibatch(const Problem& p, int mb) {
     Problem q = p;
     q.conv.num = mb;
     q.mb = mb;
-    const size_t at = p.text.find("mb");
-    size_t end = at + 2;
-    while (at != std::string::npos && end < p.text.size() && std::isdigit(static_cast<unsigned char>(p.text[end]))) ++end;
+    // The "mb" field: a run of letters that is exactly "mb", outside a quoted name.
+    size_t at = std::string::npos, end = 0;
+    for (size_t i = 0; i < p.text.size();) {
+        if (p.text[i] == '"') {
+            const size_t close = p.text.find('"', i + 1);
+            i = close == std::string::npos ? p.text.size() : close + 1;
+            continue;
+        }
+        size_t j = i;
+        while (j < p.text.size() && std::isalpha(static_cast<unsigned char>(p.text[j]))) ++j;
+        if (j == i) {
+            ++i;
+            continue;
+        }
+        if (p.text.compare(i, j - i, "mb") == 0) {
+            at = i;
+            for (end = j; end < p.text.size() && std::isdigit(static_cast<unsigned char>(p.text[end]));) ++end;
+            break;
+        }
+        i = j;
+    }
     const size_t colon = p.kind == ProblemKind::Conv ? 0 : p.text.find(':') + 1;  // after "kind:"
     q.text = at == std::string::npos ? p.text.substr(0, colon) + "mb" + std::to_string(mb) + p.text.substr(colon)
                                      : p.text.substr(0, at) + "mb" + std::to_string(mb) + p.text.substr(end);

@@ -44,6 +44,10 @@ struct Problem {
     int minibatch() const;  // 0 for GEMM
 };
 
+// `text` as an error message quotes it: bytes outside printable ASCII as \xHH (a NUL would end
+// the message where it stands).
+std::string printable(const std::string& text);
+
 // Throws std::invalid_argument saying what is wrong with `text`.
 Problem parse_problem(const std::string& text);
 // The same convolution or layer at another mini-batch.

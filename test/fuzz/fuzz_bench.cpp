@@ -17,7 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
         p = kernels::parse_problem(text);
     } catch (const std::invalid_argument& e) {
-        fuzz::require(std::string(e.what()).rfind("problem '" + text + "': ", 0) == 0, "the refusal quotes the descriptor");
+        fuzz::require(std::string(e.what()).rfind("problem '" + kernels::printable(text) + "': ", 0) == 0,
+                      "the refusal quotes the descriptor");
         return 0;
     }
     fuzz::require(std::isfinite(p.flops()) && p.flops() >= 0 && std::isfinite(p.bytes()) && p.bytes() >= 0,
