@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "kernels/conv_geometry.h"
@@ -29,8 +30,13 @@ std::string geometry_problem(const ConvGeometry& g) {
         return "the input " + shape + " with its padding, or the kernel's span, is past the kernels' int sizes";
     if (in_h < span_h || in_w < span_w) return "the kernel is larger than the padded input " + shape;
     const int64_t out_h = (in_h - span_h) / g.stride_h + 1, out_w = (in_w - span_w) / g.stride_w + 1;
-    const int64_t col_rows = int64_t{g.channels} * g.kernel_h * g.kernel_w, col_cols = out_h * out_w;
-    if (!fits(col_rows) || !fits(col_cols) || !fits(int64_t{g.channels} * padded_h * padded_w) ||
+    // Products of three ints may pass 64 bits: they saturate instead.
+    const auto mul = [](int64_t a, int64_t b) {
+        int64_t r;
+        return __builtin_mul_overflow(a, b, &r) ? std::numeric_limits<int64_t>::max() : r;
+    };
+    const int64_t col_rows = mul(mul(g.channels, g.kernel_h), g.kernel_w), col_cols = mul(out_h, out_w);
+    if (!fits(col_rows) || !fits(col_cols) || !fits(mul(mul(g.channels, padded_h), padded_w)) ||
         col_rows > (int64_t{1} << 62) / std::max<int64_t>(col_cols, 1))
         return "the input " + shape + " gives " + std::to_string(out_h) + "x" + std::to_string(out_w) + " outputs of " +
                std::to_string(col_rows) + " taps each: past the kernels' int sizes";

@@ -132,7 +132,7 @@ void parse_layer(const std::string& text, Problem& p, const std::function<long(c
     const int ih = static_cast<int>(take("ih", p.kind == ProblemKind::InnerProduct ? 1 : 0));
     const int iw = static_cast<int>(take("iw", ih));
     if (p.mb <= 0 || p.channels <= 0 || ih <= 0 || iw <= 0) bad(text, "needs mb, ic and ih > 0");
-    if (int64_t{p.mb} * p.channels * ih * iw > (int64_t{1} << 40))
+    if (double{1} * p.mb * p.channels * ih * iw > 1099511627776.0)  // 2^40, in double: past 64 bits otherwise
         bad(text, "the input of all mb samples has more than 2^40 values");
     if (p.kind == ProblemKind::InnerProduct) {
         if (int64_t{p.channels} * ih * iw > 2147483647) bad(text, "ic x ih x iw is more than 2147483647");
@@ -238,8 +238,10 @@ Problem parse_problem(const std::string& text) {
         if (g.pad_bottom == g.pad_h) g.pad_bottom = ConvGeometry::kSameAsStart;  // symmetric after all
         if (g.pad_right == g.pad_w) g.pad_right = ConvGeometry::kSameAsStart;
         if (const std::string why = geometry_problem(g); !why.empty()) bad(text, why);
-        if (int64_t{c.num} * g.channels * g.height * g.width > (int64_t{1} << 40) ||
-            int64_t{c.num} * c.out_channels * g.out_h() * g.out_w() > (int64_t{1} << 40))
+        // In double: four ints multiplied may pass 64 bits.
+        constexpr double kMostValues = 1099511627776.0;  // 2^40
+        if (double{1} * c.num * g.channels * g.height * g.width > kMostValues ||
+            double{1} * c.num * c.out_channels * g.out_h() * g.out_w() > kMostValues)
             bad(text, "the input or output of all mb images has more than 2^40 values");
         if (oh < 0 || (oh && oh != g.out_h()))
             bad(text, "oh" + std::to_string(oh) + " does not match the geometry (it gives " + std::to_string(g.out_h()) + ")");
