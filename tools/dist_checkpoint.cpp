@@ -37,7 +37,13 @@ DistCheckpoint from_snapshot(nn::Snapshot snapshot, const std::string& path) {
         for (const char* text : {"reason", "written_at", "protocol"})
             if (ck.meta.contains(text) && !ck.meta[text].is_string())
                 throw std::runtime_error(std::string("'") + text + "' is not text");
-        dist::UpdateRule::check_state(ck.meta.at("rule"));
+        // The PS protocols keep their update rule's whole state; all-reduce and gossip only their
+        // counters (timestamp, samples, applied), checked above.
+        const std::string protocol = ck.meta.at("settings").value("protocol", std::string());
+        if (protocol != "allreduce" && protocol != "gossip-pull" && protocol != "gossip-push")
+            dist::UpdateRule::check_state(ck.meta.at("rule"));
+        else if (!ck.meta.at("rule").at("timestamp").is_number_integer())
+            throw std::runtime_error("'timestamp' is not an integer");
     } catch (const std::exception& e) {
         throw std::runtime_error(ck.path + ": checkpoint metadata unusable: " + e.what());
     }
