@@ -19,12 +19,13 @@ int64_t ShuffledOrder::at(uint64_t position) {
 }
 
 Prefetcher::Prefetcher(const Dataset& d, const Transform& t, int batch, uint64_t seed, uint64_t start,
-                       std::function<void()> on_start)
+                       std::function<void()> on_start, int decode_threads)
     : d_(d),
       t_(t),
       batch_(batch),
       seed_(seed),
       sample_floats_(static_cast<int64_t>(d.channels) * t.out_h(d) * t.out_w(d)),
+      decode_threads_(std::max(1, decode_threads)),
       order_(d.size(), seed),
       next_position_(start) {
     if (d.size() == 0) throw DataError(d.source + ": the data set is empty");
@@ -34,7 +35,9 @@ Prefetcher::Prefetcher(const Dataset& d, const Transform& t, int batch, uint64_t
     }
     worker_ = std::thread([this, on_start = std::move(on_start)] {
         if (on_start) on_start();
+        if (decode_threads_ > 1) pool_ = std::make_unique<WorkerPool>(decode_threads_, on_start);
         run();
+        pool_.reset();
     });
 }
 
@@ -49,12 +52,20 @@ Prefetcher::~Prefetcher() {
 
 void Prefetcher::fill(Batch& b, uint64_t position) {
     b.first_position = position;
-    for (int i = 0; i < batch_; ++i) {
+    std::vector<int64_t> index(batch_);
+    for (int i = 0; i < batch_; ++i) index[i] = order_.at(position + i);
+    const std::function<void(int64_t)> one = [&](int64_t i) {
         const uint64_t p = position + i;
-        const int64_t idx = order_.at(p);
-        transform_sample(d_, idx, t_, /*train=*/true, seed_ ^ (p * 0xd1b54a32d192ed03ull),
-                         b.data.data() + static_cast<int64_t>(i) * sample_floats_);
-        b.labels[i] = d_.labels[idx];
+        std::vector<uint8_t> scratch;
+        const uint8_t* pixels = nullptr;
+        b.labels[i] = static_cast<float>(d_.read(index[i], scratch, pixels));
+        transform_pixels(d_, pixels, t_, /*train=*/true, seed_ ^ (p * 0xd1b54a32d192ed03ull),
+                         b.data.data() + i * sample_floats_);
+    };
+    if (pool_) {
+        pool_->run(batch_, one);
+    } else {
+        for (int i = 0; i < batch_; ++i) one(i);
     }
 }
 

@@ -6,12 +6,14 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "data/dataset.h"
 #include "data/transform.h"
+#include "data/worker_pool.h"
 
 namespace rudra::data {
 
@@ -37,9 +39,11 @@ struct Batch {
 
 class Prefetcher {
 public:
-    // on_start, when given, runs first on the I/O thread (the caller sets its CPU affinity there).
+    // on_start, when given, runs first on the I/O thread and on each decode thread (the caller
+    // sets their CPU affinity there). decode_threads: how many threads read, decode and
+    // transform a batch's samples (the I/O thread among them).
     Prefetcher(const Dataset& d, const Transform& t, int batch, uint64_t seed, uint64_t start_position,
-               std::function<void()> on_start = {});
+               std::function<void()> on_start = {}, int decode_threads = 1);
     ~Prefetcher();
     Prefetcher(const Prefetcher&) = delete;
     Prefetcher& operator=(const Prefetcher&) = delete;
@@ -57,6 +61,7 @@ private:
     const int batch_;
     const uint64_t seed_;
     const int64_t sample_floats_;
+    const int decode_threads_;
     ShuffledOrder order_;
     Batch slots_[2];
     int ready_ = 0;      // batches filled and not yet taken (0..2)
@@ -67,6 +72,7 @@ private:
     std::mutex mu_;
     std::condition_variable cv_;
     uint64_t next_position_;
+    std::unique_ptr<WorkerPool> pool_;  // made on the I/O thread
     std::thread worker_;
 };
 

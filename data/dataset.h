@@ -15,6 +15,8 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+class SampleReader;
+
 struct Dataset {
     std::string source;        // file(s) it came from, for messages
     std::string label_source;  // the file the labels came from (IDX keeps them apart)
@@ -27,9 +29,19 @@ struct Dataset {
     const uint8_t* mapped = nullptr;
     std::shared_ptr<const void> mapping;
 
-    int64_t size() const { return static_cast<int64_t>(labels.size()); }
+    // A set read from its files sample by sample (data/sample_reader.h): `pixels` and `labels`
+    // stay empty, `streamed` counts the samples.
+    std::shared_ptr<const SampleReader> reader;
+    int64_t streamed = 0;
+
+    int64_t size() const { return reader ? streamed : static_cast<int64_t>(labels.size()); }
+    bool is_streamed() const { return reader != nullptr; }
+    // Sample i: its label, and `pixels` pointing at its bytes [C, H, W], which are in memory or
+    // read into `scratch` (valid until scratch changes). Throws DataError naming the record.
+    int read(int64_t i, std::vector<uint8_t>& scratch, const uint8_t*& pixels) const;
     int64_t sample_bytes() const { return static_cast<int64_t>(channels) * height * width; }
     const uint8_t* pixel_data() const { return mapped ? mapped : pixels.data(); }
+    // In-memory sets only.
     const uint8_t* sample(int64_t i) const { return pixel_data() + i * sample_bytes(); }
     // Lets the pixels go (owned or mapped); the labels stay.
     void release_pixels();
@@ -52,7 +64,8 @@ void append_cifar10(Dataset& d, const std::vector<uint8_t>& bytes, const std::st
 
 struct TrainTest {
     Dataset train, test;
-    std::string format;  // "idx" or "cifar10"
+    std::string format;  // "idx", "cifar10" or "files" (read sample by sample)
+    std::vector<std::string> notes;  // how the sets were found, for the run's notes
 };
 
 // A loaded data set as one byte string and back, so that one process can read and decompress

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "data/dataset.h"
+#include "data/sample_reader.h"
 
 namespace rudra::data {
 
@@ -84,8 +85,23 @@ void set_classes(Dataset& d) {
 
 }  // namespace
 
+int Dataset::read(int64_t i, std::vector<uint8_t>& scratch, const uint8_t*& out) const {
+    if (reader) {
+        scratch.resize(static_cast<size_t>(sample_bytes()));
+        const int label = reader->read(i, scratch.data());
+        out = scratch.data();
+        return label;
+    }
+    out = sample(i);
+    return labels[i];
+}
+
 void Dataset::truncate(int64_t n) {
     if (n >= size()) return;
+    if (reader) {
+        streamed = n;
+        return;
+    }
     labels.resize(n);
     if (!mapped) pixels.resize(n * sample_bytes());  // a mapping stays whole; the samples past n go unread
 }

@@ -15,8 +15,10 @@ uint64_t splitmix64(uint64_t x) {
 std::vector<float> pixel_mean(const Dataset& d) {
     const int64_t per = d.sample_bytes();
     std::vector<double> sum(per, 0.0);
+    std::vector<uint8_t> scratch;
     for (int64_t i = 0; i < d.size(); ++i) {
-        const uint8_t* s = d.sample(i);
+        const uint8_t* s = nullptr;
+        d.read(i, scratch, s);
         for (int64_t p = 0; p < per; ++p) sum[p] += s[p];
     }
     std::vector<float> mean(per);
@@ -25,6 +27,10 @@ std::vector<float> pixel_mean(const Dataset& d) {
 }
 
 void transform_sample(const Dataset& d, int64_t index, const Transform& t, bool train, uint64_t key, float* out) {
+    transform_pixels(d, d.sample(index), t, train, key, out);
+}
+
+void transform_pixels(const Dataset& d, const uint8_t* src, const Transform& t, bool train, uint64_t key, float* out) {
     const int oh = t.out_h(d), ow = t.out_w(d);
     int y0 = (d.height - oh) / 2, x0 = (d.width - ow) / 2;
     bool flip = false;
@@ -36,7 +42,6 @@ void transform_sample(const Dataset& d, int64_t index, const Transform& t, bool 
         }
         flip = t.mirror && ((r >> 40) & 1);
     }
-    const uint8_t* src = d.sample(index);
     const int64_t plane = static_cast<int64_t>(d.height) * d.width;
     const bool per_pixel = static_cast<int64_t>(t.mean.size()) == plane * d.channels;
     for (int c = 0; c < d.channels; ++c)

@@ -19,11 +19,13 @@ struct Transform {
     int out_w(const Dataset& d) const { return crop ? crop : d.width; }
 };
 
-// Per-pixel mean over all samples of the set, [C*H*W].
+// Per-pixel mean over all samples of the set, [C*H*W] (a streamed set is read through once).
 std::vector<float> pixel_mean(const Dataset& d);
 
-// Writes sample `index` as floats [C, out_h, out_w]. train: random crop and mirror keyed by
-// `key`; test: centre crop, no mirror.
+// Writes a sample's pixels `src` [C, H, W] of set `d`'s shape as floats [C, out_h, out_w].
+// train: random crop and mirror keyed by `key`; test: centre crop, no mirror.
+void transform_pixels(const Dataset& d, const uint8_t* src, const Transform& t, bool train, uint64_t key, float* out);
+// The same for sample `index` of an in-memory set.
 void transform_sample(const Dataset& d, int64_t index, const Transform& t, bool train, uint64_t key, float* out);
 
 }  // namespace rudra::data

@@ -81,14 +81,28 @@ LayerSpec read_layer(const TextField& field, const std::string& file, std::vecto
 
     if (s.is_data()) {
         if (s.tops.size() != 2 && s.tops.size() != 1) layer.fail("a Data layer has tops (data[, label])");
-        const TextMessage* dp = layer.message("data_param");
-        if (!dp) layer.fail("missing data_param (its batch_size sets the mini-batch)");
-        FieldReader d(*dp, file, what + " data_param");
+        const bool images = s.type == "ImageData";
+        const char* block = images ? "image_data_param" : "data_param";
+        const TextMessage* dp = layer.message(block);
+        if (!dp) layer.fail(std::string("missing ") + block + " (its batch_size sets the mini-batch)");
+        FieldReader d(*dp, file, what + " " + block);
         s.batch_size = static_cast<int>(d.integer("batch_size", 0, 1, 1 << 20));
         d.require("batch_size");
-        d.ignore("source", "the data set is chosen with --data", notes);
-        d.ignore("backend", "data sets are read from their own files", notes);
-        d.ignore("prefetch", "one batch is always prefetched", notes);
+        s.source = d.string("source", "");
+        if (images) {
+            d.require("source");
+            s.root_folder = d.string("root_folder", "");
+            s.new_height = static_cast<int>(d.integer("new_height", 0, 0, 1 << 15));
+            s.new_width = static_cast<int>(d.integer("new_width", 0, 0, 1 << 15));
+            if ((s.new_height > 0) != (s.new_width > 0)) d.fail("give both new_height and new_width, or neither");
+            s.is_color = d.boolean("is_color", true);
+            d.ignore("shuffle", "training samples are always drawn in a seeded random order", notes);
+            d.ignore("rand_skip", "training samples are always drawn in a seeded random order", notes);
+        } else {
+            if (d.has("backend")) s.backend = d.enumeration("backend", "LMDB", {"LMDB", "LEVELDB"});
+            d.ignore("rand_skip", "training samples are always drawn in a seeded random order", notes);
+        }
+        d.ignore("prefetch", "batches are prefetched by the decode threads (--decode-threads)", notes);
         d.finish();
         s.transform = read_transform(layer, notes);
         layer.finish();

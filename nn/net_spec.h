@@ -31,14 +31,19 @@ struct LayerSpec {
     std::vector<float> loss_weights;
     std::vector<Phase> include, exclude;
     TextMessage message;  // the whole block, for the layer's own *_param
-    // type "Data"
+    // type "Data" or "ImageData": where the samples come from, as the file names it
     int batch_size = 0;
     TransformSpec transform;
+    std::string source;       // data_param / image_data_param source ("": none named)
+    std::string backend;      // Data: "LMDB", "LEVELDB" or "" (not given)
+    std::string root_folder;  // ImageData: prefix of the list's paths
+    int new_height = 0, new_width = 0;
+    bool is_color = true;
     // type "Input"
     std::vector<Shape> input_shapes;
 
     bool applies_to(Phase p) const;
-    bool is_data() const { return type == "Data"; }
+    bool is_data() const { return type == "Data" || type == "ImageData"; }
     bool is_input() const { return type == "Input"; }
 };
 

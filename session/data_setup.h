@@ -1,5 +1,19 @@
-// The data side of a session: load a data set as the command line names it, and the input
-// transform of a Data layer's transform_param. Only session/ and tools/ know both data/ and nn/.
+// The data side of a session: find and open the data sets as the net's Data layers and the
+// command line name them, and the input transform of a Data layer's transform_param. Only
+// session/ and tools/ know both data/ and nn/.
+//
+// Where the sets come from, in this order:
+//   1. --data DIR holding IDX files or CIFAR-10 binary batches: those (the layers' sources are
+//      not read; a note says so);
+//   2. --data DIR holding train/ and val/ (or test/), each a folder of class folders (the layout
+//      of ImageNet's and torchvision's ImageFolder): those;
+//   3. each phase's Data or ImageData layer's source, as Caffe resolves it (relative to the
+//      working directory), or with --data DIR under DIR (DIR/source, else DIR/its last part):
+//      an LMDB of Datums, an ImageData list, a folder of class folders, or a folder of IDX or
+//      CIFAR-10 files;
+//   4. no source named and no --data: Debian's Fashion-MNIST (kDefaultDataDir).
+// A source that is named and cannot be found or read is an error naming it: never a silent
+// fall-back to another set.
 #pragma once
 #include <string>
 #include <vector>
@@ -10,13 +24,35 @@
 
 namespace rudra::session {
 
+inline constexpr const char* kDefaultDataDir = "/usr/share/datasets/fashion-mnist";
+
 struct DataOptions {
-    std::string dir = "/usr/share/datasets/fashion-mnist";
+    std::string dir;  // --data ("": the net's sources)
     std::string format = "auto";
     int64_t train_limit = 0, test_limit = 0;  // 0: all samples
+    int decode_threads = 1;                   // threads that read and decode a training batch
 };
 
-data::TrainTest load_data(const DataOptions& o);
+// Where each phase's set is read from.
+struct DataPlan {
+    enum class Kind { Bundle, Lmdb, ImageList, ClassFolders };
+    struct Part {
+        Kind kind = Kind::Bundle;
+        std::string path;         // the file or folder
+        std::string root_folder;  // ImageList
+        int channels = 0;         // 0: as stored (1 or 3)
+        int new_height = 0, new_width = 0;
+    };
+    Part train, test;
+    std::string bundle_dir;  // Kind::Bundle: the folder of IDX or CIFAR-10 files
+    std::vector<std::string> notes;
+    // The sets are read sample by sample from their files (not loaded into memory).
+    bool streamed() const { return train.kind != Kind::Bundle || test.kind != Kind::Bundle; }
+};
+
+DataPlan plan_data(const DataOptions& o, const nn::NetSpec& net);
+data::TrainTest load_data(const DataPlan& plan, const DataOptions& o);
+inline data::TrainTest load_data(const DataOptions& o, const nn::NetSpec& net) { return load_data(plan_data(o, net), o); }
 
 // The data/ transform for a Data layer's transform_param. A mean_file stands for "subtract the
 // per-pixel mean", which is computed over the training set (Caffe's binaryproto is not read);

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "data/sample_reader.h"
 #include "session/data_setup.h"
 
 namespace rudra::session {
@@ -22,17 +23,23 @@ nn::NetOptions net_options(const SessionSpec& spec, ConvChoices& choices, nn::Ph
 }
 
 // Copies the samples from `first` on (test order, no randomness) into the net's input blobs;
-// rows past the end of the set are zero with label 0. Returns how many rows are real.
-int fill_test_batch(nn::Net& net, const data::Dataset& d, const data::Transform& t, int64_t first) {
+// rows past the end of the set are zero with label 0. Returns how many rows are real; `labels`
+// gets the real rows' labels.
+int fill_test_batch(nn::Net& net, const data::Dataset& d, const data::Transform& t, int64_t first,
+                    std::vector<int>& labels) {
     nn::Blob& x = net.input_data();
     nn::Blob* y = net.input_label();
     const int batch = net.batch();
     const int64_t per = x.count() / batch;
     const int real = static_cast<int>(std::min<int64_t>(batch, d.size() - first));
+    std::vector<uint8_t> scratch;
     for (int i = 0; i < batch; ++i) {
         if (i < real) {
-            data::transform_sample(d, first + i, t, /*train=*/false, 0, x.data + i * per);
-            if (y) y->data[i] = d.labels[first + i];
+            const uint8_t* pixels = nullptr;
+            const int label = d.read(first + i, scratch, pixels);
+            data::transform_pixels(d, pixels, t, /*train=*/false, 0, x.data + i * per);
+            labels[i] = label;
+            if (y) y->data[i] = static_cast<float>(label);
         } else {
             std::memset(x.data + i * per, 0, sizeof(float) * per);
             if (y) y->data[i] = 0.0f;
@@ -45,8 +52,19 @@ int fill_test_batch(nn::Net& net, const data::Dataset& d, const data::Transform&
 // the first that is not is named with its file and record, before any training.
 void check_labels(const data::Dataset& d, nn::Net& net, const std::string& net_file) {
     const std::string scores = net.scores_blob();
-    if (scores.empty() || d.num_classes <= 0) return;
+    if (scores.empty()) return;
     const int64_t classes = net.blob(scores).count() / net.batch();
+    if (d.is_streamed()) {
+        // Read record by record: each label is checked as it is read (an LMDB's are known only
+        // then); a set whose classes are known up front (folders, lists) is checked now.
+        d.reader->limit_labels(static_cast<int>(classes));
+        if (d.num_classes > classes)
+            throw data::DataError(d.label_source + ": " + std::to_string(d.num_classes) + " classes, but the net (" +
+                                  net_file + ") has " + std::to_string(classes) + " (" + scores + " is " +
+                                  net.blob(scores).shape.str() + ")");
+        return;
+    }
+    if (d.num_classes <= 0) return;
     if (d.num_classes <= classes) return;
     for (int64_t i = 0; i < d.size(); ++i)
         if (d.labels[i] >= classes)
@@ -62,6 +80,7 @@ TrainingSession::TrainingSession(const SessionSpec& spec, const data::TrainTest&
     : spec_(spec), sets_(sets), choices_(spec.kernels.auto_cache) {
     notes_ = spec.solver.notes;
     notes_.insert(notes_.end(), spec.net.notes.begin(), spec.net.notes.end());
+    notes_.insert(notes_.end(), sets.notes.begin(), sets.notes.end());
     const nn::LayerSpec* train_layer = spec.net.data_layer(nn::Phase::Train);
     const nn::LayerSpec* test_layer = spec.net.data_layer(nn::Phase::Test);
     const std::string& net_file = spec.net.file;
@@ -152,12 +171,13 @@ EvalResult TrainingSession::evaluate() {
     EvalResult r;
     int64_t correct = 0;
     double loss = 0.0;
+    std::vector<int> labels(net.batch());
     for (int64_t first = 0; first < d.size(); first += net.batch()) {
-        const int real = fill_test_batch(net, d, test_tf_, first);
+        const int real = fill_test_batch(net, d, test_tf_, first, labels);
         net.forward();
         for (int i = 0; i < real; ++i) {
             const float* s = scores.data + static_cast<int64_t>(i) * classes;
-            const int label = d.labels[first + i];
+            const int label = labels[i];
             const int best = static_cast<int>(std::max_element(s, s + classes) - s);
             correct += best == label;
             const float mx = s[best];

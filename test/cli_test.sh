@@ -66,7 +66,7 @@ printf 'net: "cifar10_full_28_train_test.prototxt"\nbase_lr: fast\n' >"$src/mode
 expect_error "malformed solver" "bad_solver_$$.prototxt:2:1: solver: field 'base_lr' needs a number" \
   "$rudra" train "$src/models/cifar10_full_28/.bad_solver_$$.prototxt" --data "$data"
 rm -f "$src/models/cifar10_full_28/.bad_solver_$$.prototxt"
-expect_error "missing data directory" "data directory does not exist" "$rudra" train "$solver" --data "$work/none"
+expect_error "missing data directory" "none: no such data folder (--data)" "$rudra" train "$solver" --data "$work/none"
 mkdir -p "$work/cut"
 cp "$data"/* "$work/cut/"
 head -c 5000 "$data/train-images-idx3-ubyte" >"$work/cut/train-images-idx3-ubyte"

@@ -88,9 +88,12 @@ TEST_CASE("AlexNet-style Data layer: crop_size and mirror set the input shape") 
     CHECK(net.transform()->crop_size == 227);
     CHECK(net.params().entries()[1].decay_mult == 0.0f);
     CHECK(net.params().entries()[1].lr_mult == 2.0f);
-    bool noted_source = false;
-    for (const auto& n : spec.notes) noted_source = noted_source || n.find("'source' ignored") != std::string::npos;
-    CHECK(noted_source);
+    // The source and backend are kept for the data setup to read (session/data_setup.h).
+    const LayerSpec* data = spec.data_layer(Phase::Train);
+    REQUIRE(data != nullptr);
+    CHECK(data->source == "ilsvrc12_train_lmdb");
+    CHECK(data->backend == "LMDB");
+    for (const auto& n : spec.notes) CHECK(n.find("source") == std::string::npos);
 }
 
 TEST_CASE("solver files: Caffe's own and the shipped ones") {
@@ -203,4 +206,30 @@ TEST_CASE("bad solver files name the file, the line and the problem") {
     CHECK(solver_error(net + "base_lr: 0.1 type: 'Adam'").find("solver type 'Adam' is not supported") != std::string::npos);
     CHECK(solver_error(net + "base_lr: 0.1 momentum: 1.5").find("out of range") != std::string::npos);
     CHECK(solver_error(net + "base_lr: 0.1 max_iter: 2.5").find("needs an integer") != std::string::npos);
+}
+
+TEST_CASE("ImageData layers: the list, its root folder and the resize are kept; half a resize is refused") {
+    const std::string text = R"(
+        layer { name: "data" type: "ImageData" top: "data" top: "label"
+                image_data_param { source: "train.txt" root_folder: "images/" batch_size: 8
+                                   new_height: 256 new_width: 256 is_color: false shuffle: true } }
+        layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 2 } }
+    )";
+    NetSpec spec = parse_net_spec(text, "list.prototxt");
+    const LayerSpec* d = spec.data_layer(Phase::Train);
+    REQUIRE(d != nullptr);
+    CHECK(d->type == "ImageData");
+    CHECK(d->source == "train.txt");
+    CHECK(d->root_folder == "images/");
+    CHECK(d->new_height == 256);
+    CHECK(d->new_width == 256);
+    CHECK_FALSE(d->is_color);
+    CHECK(d->batch_size == 8);
+    std::string half = text;
+    half.replace(half.find(" new_width: 256"), 15, "");
+    CHECK_THROWS_WITH_AS(parse_net_spec(half, "half.prototxt"),
+                         doctest::Contains("give both new_height and new_width"), ConfigError);
+    std::string no_source = text;
+    no_source.replace(no_source.find("source: \"train.txt\""), 19, "");
+    CHECK_THROWS_AS(parse_net_spec(no_source, "nosource.prototxt"), ConfigError);
 }

@@ -412,18 +412,27 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
         // One rank per node reads and decompresses the data set (with 32 ranks on 2 cores, each
         // decompressing Fashion-MNIST itself took 22 s of start-up), and the node's ranks share
         // that one copy of the training images, mapped from a memory file.
-        dist::MpiSession::NodeShare share{o.node_data_dir, wait, startup.keep_waiting(),
-                                          [&startup](const std::string& path) { startup.hold_file(path); }, {}, {}};
-        data::SharedBytes node_copy = dist::MpiSession::map_on_node(
-            [&] { return data::pack_train_test(session::load_data(o.data)); }, share);
-        if (!share.problem.empty())
-            std::fprintf(stderr, "rank %d: the node's ranks do not share one copy of the data set (%s); each holds its own\n",
-                         rank, share.problem.c_str());
-        if (!share.stale_removed.empty())
-            std::printf("rank %d: removed %zu data-set file(s) of jobs that died from %s\n", rank,
-                        share.stale_removed.size(), o.node_data_dir.c_str());
-        // The training set alone keeps the copy (the test set is copied out): letting it go frees it.
-        data::TrainTest sets = data::view_train_test(node_copy.data, node_copy.size, std::move(node_copy.keep));
+        // Sets read sample by sample from their files (LMDB, image files) are opened by every
+        // rank: an LMDB's pages are shared through the page cache, image files are read as drawn.
+        const session::DataPlan plan = session::plan_data(o.data, s.spec.net);
+        data::TrainTest sets;
+        if (plan.streamed()) {
+            sets = session::load_data(plan, o.data);
+        } else {
+            dist::MpiSession::NodeShare share{o.node_data_dir, wait, startup.keep_waiting(),
+                                              [&startup](const std::string& path) { startup.hold_file(path); }, {}, {}};
+            data::SharedBytes node_copy = dist::MpiSession::map_on_node(
+                [&] { return data::pack_train_test(session::load_data(plan, o.data)); }, share);
+            if (!share.problem.empty())
+                std::fprintf(stderr, "rank %d: the node's ranks do not share one copy of the data set (%s); each holds its own\n",
+                             rank, share.problem.c_str());
+            if (!share.stale_removed.empty())
+                std::printf("rank %d: removed %zu data-set file(s) of jobs that died from %s\n", rank,
+                            share.stale_removed.size(), o.node_data_dir.c_str());
+            // The training set alone keeps the copy (the test set is copied out): letting it go frees it.
+            sets = data::view_train_test(node_copy.data, node_copy.size, std::move(node_copy.keep));
+            sets.notes = plan.notes;
+        }
         // The ranks that do not train (the PS, leaf PSs, the statistics server) let the training
         // images go once their nets are set up; the labels stay (they count the epoch).
         s.release_train_images = [&sets] { sets.train.release_pixels(); };

@@ -199,7 +199,8 @@ void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, 
         s.resume ? s.resume->applied(s.layout.learner_index(rank)) * (protocol.elastic() ? o.tau : 1) : 0;
     const uint64_t position = static_cast<uint64_t>(taken) * static_cast<uint64_t>(run.batch());
     data::Prefetcher prefetch(sets.train, run.train_transform(), run.batch(),
-                              s.spec.seed * 7919 + static_cast<uint64_t>(stream), position, binding.helper_thread);
+                              s.spec.seed * 7919 + static_cast<uint64_t>(stream), position, binding.helper_thread,
+                              o.data.decode_threads);
     nn::ParamStore& params = run.params();
     if (protocol.elastic()) {
         // A resumed learner starts from the centre (its first pull), with fresh momentum.
@@ -419,7 +420,8 @@ int run_allreduce_role(const DistOptions& o, const Setup& s, dist::Transport& t,
     // Each learner's own stream; a resumed one goes on after the mini-batches it has taken.
     data::Prefetcher prefetch(sets.train, run.train_transform(), run.batch(),
                               s.spec.seed * 7919 + static_cast<uint64_t>(rank),
-                              static_cast<uint64_t>(resumed) * static_cast<uint64_t>(run.batch()), binding.helper_thread);
+                              static_cast<uint64_t>(resumed) * static_cast<uint64_t>(run.batch()), binding.helper_thread,
+                              o.data.decode_threads);
     nn::ParamStore& params = run.params();
     dist::AllreduceWork work;
     work.param_floats = params.size();
@@ -509,7 +511,8 @@ int run_gossip_role(const DistOptions& o, const Setup& s, dist::Transport& t, di
             "with a random peer every " + std::to_string(o.tau) + " steps");
     data::Prefetcher prefetch(sets.train, run.train_transform(), run.batch(),
                               s.spec.seed * 7919 + static_cast<uint64_t>(rank),
-                              static_cast<uint64_t>(before) * static_cast<uint64_t>(run.batch()), binding.helper_thread);
+                              static_cast<uint64_t>(before) * static_cast<uint64_t>(run.batch()), binding.helper_thread,
+                              o.data.decode_threads);
     nn::ParamStore& params = run.params();
     const dist::LocalSgdWork work = local_sgd_work(run, prefetch, straggle, before);
     dist::GossipConfig c;

@@ -18,20 +18,25 @@ if ((${#need[@]})); then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}" >/dev/null
 fi
 
-# zlib for ppc64el, unpacked into a private sysroot (installing foreign-architecture packages
-# with apt fails on version skew; downloading and unpacking them works).
-if [ ! -f "$sysroot/usr/lib/powerpc64le-linux-gnu/libz.a" ]; then
+# zlib, liblmdb, libjpeg-turbo and libpng for ppc64el, unpacked into a private sysroot
+# (installing foreign-architecture packages with apt fails on version skew; downloading and
+# unpacking them works).
+libdir=$sysroot/usr/lib/powerpc64le-linux-gnu
+have_sysroot() { for a in libz.a liblmdb.a libjpeg.a libpng16.a; do [ -f "$libdir/$a" ] || return 1; done; }
+if ! have_sysroot; then
   dpkg --print-foreign-architectures | grep -qx ppc64el || dpkg --add-architecture ppc64el
   # This archive's ppc64el index makes `apt-get update` exit 100 although the lists are usable;
   # the download below is what is checked.
   apt-get update -q >/dev/null 2>&1 || true
   dl=$(mktemp -d)
-  (cd "$dl" && apt-get download zlib1g-dev:ppc64el zlib1g:ppc64el >/dev/null 2>&1) || true
+  for p in zlib1g-dev zlib1g liblmdb-dev liblmdb0 libjpeg62-turbo-dev libjpeg62-turbo libpng-dev libpng16-16; do
+    (cd "$dl" && apt-get download "$p:ppc64el" >/dev/null 2>&1) || echo "power-ci: could not download $p:ppc64el"
+  done
   mkdir -p "$sysroot"
   for deb in "$dl"/*.deb; do [ -f "$deb" ] && dpkg -x "$deb" "$sysroot"; done
   rm -rf "$dl"
-  if [ ! -f "$sysroot/usr/lib/powerpc64le-linux-gnu/libz.a" ]; then
-    echo "power-ci: could not download zlib1g-dev:ppc64el into $sysroot" >&2
+  if ! have_sysroot; then
+    echo "power-ci: could not unpack zlib, liblmdb, libjpeg and libpng for ppc64el into $sysroot" >&2
     exit 1
   fi
 fi

@@ -20,7 +20,11 @@ namespace {
 namespace checks = rudra::tools::checks;
 
 void add_data_options(CLI::App* cmd, rudra::tools::DataOptions& d) {
-    cmd->add_option("--data", d.dir, "data set directory (IDX or CIFAR-10 binary files)")->capture_default_str();
+    cmd->add_option("--data", d.dir,
+                    "where the data sets are: a folder of IDX or CIFAR-10 binary files, a folder with train/ and val/ "
+                    "folders of class folders, or the folder the net's Data-layer sources (LMDB, ImageData list, "
+                    "class folders) are read under (default: the sources as the net names them, relative to the "
+                    "working directory; /usr/share/datasets/fashion-mnist when it names none)");
     cmd->add_option("--format", d.format, "data set format")
         ->check(CLI::IsMember({"auto", "idx", "cifar10"}))
         ->capture_default_str();
@@ -28,6 +32,11 @@ void add_data_options(CLI::App* cmd, rudra::tools::DataOptions& d) {
         ->check(checks::kNonNegativeInteger);
     cmd->add_option("--test-limit", d.test_limit, "use only the first N test images (0: all)")
         ->check(checks::kNonNegativeInteger);
+    cmd->add_option("--decode-threads", d.decode_threads,
+                    "threads that read, decode and transform each training batch ahead of the computation (for "
+                    "image files and LMDBs), placed on the I/O thread's CPUs")
+        ->check(CLI::Range(1, 256))
+        ->capture_default_str();
 }
 
 void add_kernel_options(CLI::App* cmd, rudra::nn::KernelOptions& k) {

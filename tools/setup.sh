@@ -7,9 +7,9 @@ cd "$(dirname "$0")/.."
 packages=(
   g++ cmake make pkg-config perl
   libblis-openmp-dev libdnnl-dev mpich libmpich-dev libhwloc-dev hwloc
-  doctest-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
+  doctest-dev libcli11-dev nlohmann-json3-dev zlib1g-dev liblmdb-dev libjpeg62-turbo-dev libpng-dev
   dataset-fashion-mnist
-  python3 python3-matplotlib
+  python3 python3-matplotlib python3-pil python3-lmdb
 )
 missing=()
 for p in "${packages[@]}"; do

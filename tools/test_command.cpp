@@ -13,7 +13,7 @@ int run_test(const TestOptions& o) {
     spec.net = nn::load_net_spec(nn::is_solver_file(o.model) ? nn::load_solver_spec(o.model).net : o.model);
     spec.kernels = o.kernels;
     spec.test_batch = o.batch;
-    const data::TrainTest sets = session::load_data(o.data);
+    const data::TrainTest sets = session::load_data(o.data, spec.net);
     session::TrainingSession run(spec, sets, {.train_net = false, .test_net = true, .solver = false});
     const nn::Snapshot s = nn::read_snapshot(o.snapshot);
     run.restore(s, o.snapshot, session::TrainingSession::History::Ignored);

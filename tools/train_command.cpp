@@ -55,7 +55,7 @@ int run_train(const TrainOptions& o) {
     spec.kernels = o.kernels;
     spec.batch = o.batch;
     spec.seed = o.seed >= 0 ? o.seed : (spec.solver.random_seed >= 0 ? spec.solver.random_seed : 1);
-    const data::TrainTest sets = session::load_data(o.data);
+    const data::TrainTest sets = session::load_data(o.data, spec.net);
     session::TrainingSession run(spec, sets, {.train_net = true, .test_net = true, .solver = true});
     const nn::SolverSpec& solver_spec = run.solver_spec();
     std::vector<std::string> notes = run.notes();
@@ -112,7 +112,8 @@ int run_train(const TrainOptions& o) {
     };
 
     ProgressBar bar(isatty(STDERR_FILENO) != 0);
-    data::Prefetcher prefetch(sets.train, run.train_transform(), batch, data_seed, position, binding.helper_thread);
+    data::Prefetcher prefetch(sets.train, run.train_transform(), batch, data_seed, position, binding.helper_thread,
+                              o.data.decode_threads);
 
     const auto t_start = Clock::now();
     double compute_s_epoch = 0.0, loss_sum_epoch = 0.0, loss_sum_display = 0.0;

@@ -1,0 +1,152 @@
+// Image files named by a Caffe ImageData list, or found in class folders (data/sample_reader.h).
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <vector>
+
+#include "data/sample_reader.h"
+#include "data/stored_image.h"
+
+namespace rudra::data {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<uint8_t> read_file(const std::string& path, const std::string& what) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw DataError(what + ": cannot open " + path);
+    std::vector<uint8_t> b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad()) throw DataError(what + ": error reading " + path);
+    return b;
+}
+
+// Files and their labels; the file names share one string, so that a million of them cost
+// their characters and an offset each.
+class FileListReader final : public SampleReader {
+public:
+    FileListReader(std::string source, SetShape shape) : source_(std::move(source)), shape_(shape) {}
+    void add(const std::string& path, int label, int64_t line) {
+        at_.push_back(names_.size());
+        names_ += path;
+        labels_.push_back(label);
+        lines_.push_back(line);
+    }
+    void finish() { at_.push_back(names_.size()); }
+    int64_t count() const { return static_cast<int64_t>(labels_.size()); }
+    std::string path(int64_t i) const { return names_.substr(at_[i], at_[i + 1] - at_[i]); }
+    void set_shape(const SetShape& s) { shape_ = s; }
+    const SetShape& shape() const { return shape_; }
+    int max_label() const { return labels_.empty() ? -1 : *std::max_element(labels_.begin(), labels_.end()); }
+
+    std::string where(int64_t i) const {
+        return lines_[i] > 0 ? source_ + ":" + std::to_string(lines_[i]) + ": " + path(i) : path(i);
+    }
+    int read(int64_t i, uint8_t* out) const override {
+        const std::string what = where(i);
+        const std::vector<uint8_t> bytes = read_file(path(i), what);
+        decode_to_shape(bytes.data(), bytes.size(), shape_, out, what);
+        return checked_label(labels_[i], what);
+    }
+
+private:
+    std::string source_;
+    SetShape shape_;
+    std::string names_;
+    std::vector<size_t> at_;
+    std::vector<int32_t> labels_;
+    std::vector<int64_t> lines_;  // the list file's line of each sample (0: a class folder)
+};
+
+bool is_image_name(const fs::path& p) {
+    std::string ext = p.extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+    return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
+}
+
+Dataset finish_set(std::shared_ptr<FileListReader> reader, const std::string& source, const ImageOptions& o) {
+    reader->finish();
+    if (reader->count() == 0) throw DataError(source + ": no images");
+    const std::string what = reader->where(0);
+    const std::vector<uint8_t> first = read_file(reader->path(0), what);
+    reader->set_shape(shape_of_first(first.data(), first.size(), o, what));
+    Dataset d;
+    d.source = d.label_source = source;
+    d.channels = reader->shape().channels;
+    d.height = reader->shape().height;
+    d.width = reader->shape().width;
+    d.num_classes = reader->max_label() + 1;
+    d.streamed = reader->count();
+    d.reader = std::move(reader);
+    return d;
+}
+
+}  // namespace
+
+Dataset open_image_list(const std::string& list_file, const std::string& root_folder, const ImageOptions& o) {
+    std::ifstream in(list_file);
+    if (!in) throw DataError(list_file + ": cannot open the image list");
+    auto reader = std::make_shared<FileListReader>(list_file, SetShape{});
+    std::string line;
+    for (int64_t n = 1; std::getline(in, line); ++n) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.find_first_not_of(" \t") == std::string::npos) continue;
+        // Caffe's rule: the label follows the last space; the path may hold spaces.
+        const size_t space = line.find_last_of(" \t");
+        if (space == std::string::npos)
+            throw DataError(list_file + ":" + std::to_string(n) + ": expected 'path label', got '" + line + "'");
+        const std::string label_text = line.substr(space + 1);
+        std::string path = line.substr(0, line.find_last_not_of(" \t", space) + 1);
+        long long label = -1;
+        size_t used = 0;
+        try {
+            label = std::stoll(label_text, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used != label_text.size() || label < 0 || label > INT32_MAX)
+            throw DataError(list_file + ":" + std::to_string(n) + ": label '" + label_text +
+                            "' is not a class number (0 or more)");
+        if (!root_folder.empty()) path = root_folder + path;  // Caffe joins them as written
+        if (!fs::is_regular_file(path))
+            throw DataError(list_file + ":" + std::to_string(n) + ": no such image file: " + path);
+        reader->add(path, static_cast<int>(label), n);
+    }
+    if (in.bad()) throw DataError(list_file + ": error reading the image list");
+    return finish_set(std::move(reader), list_file, o);
+}
+
+bool is_class_folder_set(const std::string& dir) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) return false;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+        if (!e.is_directory()) continue;
+        for (const auto& f : fs::directory_iterator(e.path(), ec))
+            if (f.is_regular_file() && is_image_name(f.path())) return true;
+    }
+    return false;
+}
+
+Dataset open_class_folders(const std::string& dir, const ImageOptions& o) {
+    if (!fs::is_directory(dir)) throw DataError(dir + ": no such folder of class folders");
+    std::vector<fs::path> classes;
+    for (const auto& e : fs::directory_iterator(dir))
+        if (e.is_directory()) classes.push_back(e.path());
+    std::sort(classes.begin(), classes.end());
+    if (classes.empty()) throw DataError(dir + ": no class folders (one subfolder of images per class)");
+    auto reader = std::make_shared<FileListReader>(dir, SetShape{});
+    for (size_t c = 0; c < classes.size(); ++c) {
+        std::vector<std::string> files;
+        for (const auto& f : fs::directory_iterator(classes[c]))
+            if (f.is_regular_file() && is_image_name(f.path())) files.push_back(f.path().string());
+        std::sort(files.begin(), files.end());
+        for (const std::string& f : files) reader->add(f, static_cast<int>(c), 0);
+    }
+    Dataset d = finish_set(std::move(reader), dir, o);
+    d.num_classes = static_cast<int>(classes.size());
+    return d;
+}
+
+}  // namespace rudra::data
