@@ -66,6 +66,8 @@ struct TrainTest {
     Dataset train, test;
     std::string format;  // "idx", "cifar10" or "files" (read sample by sample)
     std::vector<std::string> notes;  // how the sets were found, for the run's notes
+    std::vector<float> mean;         // the mean image of a mean file, [C, H, W] (empty: none read)
+    bool compute_mean = false;       // subtract the training set's per-pixel mean (--mean compute)
 };
 
 // A loaded data set as one byte string and back, so that one process can read and decompress

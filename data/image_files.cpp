@@ -85,10 +85,10 @@ Dataset finish_set(std::shared_ptr<FileListReader> reader, const std::string& so
 
 }  // namespace
 
-Dataset open_image_list(const std::string& list_file, const std::string& root_folder, const ImageOptions& o) {
+std::vector<LabelledFile> read_image_list(const std::string& list_file, const std::string& root_folder) {
     std::ifstream in(list_file);
     if (!in) throw DataError(list_file + ": cannot open the image list");
-    auto reader = std::make_shared<FileListReader>(list_file, SetShape{});
+    std::vector<LabelledFile> files;
     std::string line;
     for (int64_t n = 1; std::getline(in, line); ++n) {
         if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -98,7 +98,11 @@ Dataset open_image_list(const std::string& list_file, const std::string& root_fo
         if (space == std::string::npos)
             throw DataError(list_file + ":" + std::to_string(n) + ": expected 'path label', got '" + line + "'");
         const std::string label_text = line.substr(space + 1);
-        std::string path = line.substr(0, line.find_last_not_of(" \t", space) + 1);
+        const size_t end = line.find_last_not_of(" \t", space);
+        if (end == std::string::npos)
+            throw DataError(list_file + ":" + std::to_string(n) + ": expected 'path label', got '" + line + "'");
+        LabelledFile f;
+        f.name = line.substr(0, end + 1);
         long long label = -1;
         size_t used = 0;
         try {
@@ -109,12 +113,45 @@ Dataset open_image_list(const std::string& list_file, const std::string& root_fo
         if (used != label_text.size() || label < 0 || label > INT32_MAX)
             throw DataError(list_file + ":" + std::to_string(n) + ": label '" + label_text +
                             "' is not a class number (0 or more)");
-        if (!root_folder.empty()) path = root_folder + path;  // Caffe joins them as written
-        if (!fs::is_regular_file(path))
-            throw DataError(list_file + ":" + std::to_string(n) + ": no such image file: " + path);
-        reader->add(path, static_cast<int>(label), n);
+        f.path = root_folder + f.name;  // Caffe joins them as written
+        if (!fs::is_regular_file(f.path))
+            throw DataError(list_file + ":" + std::to_string(n) + ": no such image file: " + f.path);
+        f.label = static_cast<int>(label);
+        f.line = n;
+        files.push_back(std::move(f));
     }
     if (in.bad()) throw DataError(list_file + ": error reading the image list");
+    return files;
+}
+
+std::vector<LabelledFile> find_class_folder_files(const std::string& dir, int& classes) {
+    if (!fs::is_directory(dir)) throw DataError(dir + ": no such folder of class folders");
+    std::vector<fs::path> folders;
+    for (const auto& e : fs::directory_iterator(dir))
+        if (e.is_directory()) folders.push_back(e.path());
+    std::sort(folders.begin(), folders.end());
+    if (folders.empty()) throw DataError(dir + ": no class folders (one subfolder of images per class)");
+    std::vector<LabelledFile> files;
+    for (size_t c = 0; c < folders.size(); ++c) {
+        std::vector<std::string> names;
+        for (const auto& f : fs::directory_iterator(folders[c]))
+            if (f.is_regular_file() && is_image_name(f.path())) names.push_back(f.path().filename().string());
+        std::sort(names.begin(), names.end());
+        for (const std::string& n : names) {
+            LabelledFile f;
+            f.path = (folders[c] / n).string();
+            f.name = folders[c].filename().string() + "/" + n;
+            f.label = static_cast<int>(c);
+            files.push_back(std::move(f));
+        }
+    }
+    classes = static_cast<int>(folders.size());
+    return files;
+}
+
+Dataset open_image_list(const std::string& list_file, const std::string& root_folder, const ImageOptions& o) {
+    auto reader = std::make_shared<FileListReader>(list_file, SetShape{});
+    for (const LabelledFile& f : read_image_list(list_file, root_folder)) reader->add(f.path, f.label, f.line);
     return finish_set(std::move(reader), list_file, o);
 }
 
@@ -130,22 +167,11 @@ bool is_class_folder_set(const std::string& dir) {
 }
 
 Dataset open_class_folders(const std::string& dir, const ImageOptions& o) {
-    if (!fs::is_directory(dir)) throw DataError(dir + ": no such folder of class folders");
-    std::vector<fs::path> classes;
-    for (const auto& e : fs::directory_iterator(dir))
-        if (e.is_directory()) classes.push_back(e.path());
-    std::sort(classes.begin(), classes.end());
-    if (classes.empty()) throw DataError(dir + ": no class folders (one subfolder of images per class)");
+    int classes = 0;
     auto reader = std::make_shared<FileListReader>(dir, SetShape{});
-    for (size_t c = 0; c < classes.size(); ++c) {
-        std::vector<std::string> files;
-        for (const auto& f : fs::directory_iterator(classes[c]))
-            if (f.is_regular_file() && is_image_name(f.path())) files.push_back(f.path().string());
-        std::sort(files.begin(), files.end());
-        for (const std::string& f : files) reader->add(f, static_cast<int>(c), 0);
-    }
+    for (const LabelledFile& f : find_class_folder_files(dir, classes)) reader->add(f.path, f.label, 0);
     Dataset d = finish_set(std::move(reader), dir, o);
-    d.num_classes = static_cast<int>(classes.size());
+    d.num_classes = classes;
     return d;
 }
 

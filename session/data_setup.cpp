@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "data/mean_file.h"
 #include "data/sample_reader.h"
 
 namespace rudra::session {
@@ -36,7 +37,7 @@ DataPlan::Part resolve(const nn::NetSpec& net, const nn::LayerSpec& l, const std
     if (dir.empty() || source.is_absolute()) consider(source);
     if (!dir.empty()) {
         consider(fs::path(dir) / source);
-        consider(fs::path(dir) / source.filename());
+        if (source.has_parent_path()) consider(fs::path(dir) / source.filename());
     }
     if (found.empty()) {
         std::string where;
@@ -89,7 +90,9 @@ DataPlan::Part resolve(const nn::NetSpec& net, const nn::LayerSpec& l, const std
 
 }  // namespace
 
-DataPlan plan_data(const DataOptions& o, const nn::NetSpec& net) {
+namespace {
+
+DataPlan plan_sources(const DataOptions& o, const nn::NetSpec& net) {
     DataPlan plan;
     const std::string& dir = o.dir;
     if (!dir.empty() && !fs::is_directory(dir) && !fs::exists(dir))
@@ -153,6 +156,56 @@ DataPlan plan_data(const DataOptions& o, const nn::NetSpec& net) {
     return plan;
 }
 
+// The layers' mean_file, resolved as their sources are, or --mean.
+void plan_mean(const DataOptions& o, const nn::NetSpec& net, DataPlan& plan) {
+    if (o.mean == "compute") {
+        plan.compute_mean = true;
+        return;
+    }
+    if (!o.mean.empty()) {
+        if (!fs::is_regular_file(o.mean)) throw data::DataError(o.mean + ": no such mean file (--mean)");
+        plan.mean_file = o.mean;
+        return;
+    }
+    const nn::LayerSpec* layer = nullptr;
+    for (nn::Phase p : {nn::Phase::Train, nn::Phase::Test})
+        if (const nn::LayerSpec* l = net.data_layer(p); !layer && l && !l->transform.mean_file.empty()) layer = l;
+    if (!layer) return;
+    const fs::path named(layer->transform.mean_file);
+    std::vector<fs::path> tried;
+    if (o.dir.empty() || named.is_absolute()) tried.push_back(named);
+    if (!o.dir.empty()) {
+        tried.push_back(fs::path(o.dir) / named);
+        if (named.has_parent_path()) tried.push_back(fs::path(o.dir) / named.filename());
+    }
+    for (const fs::path& p : tried)
+        if (fs::is_regular_file(p)) {
+            plan.mean_file = p.string();
+            return;
+        }
+    // IDX and CIFAR-10 folders come without a mean file: the mean is computed, as the net asks.
+    if (plan.train.kind == Kind::Bundle) {
+        plan.compute_mean = true;
+        plan.notes.push_back(layer_place(net, *layer) + ": mean_file '" + layer->transform.mean_file +
+                             "' not found: subtracting the per-pixel mean of the training set instead");
+        return;
+    }
+    std::string where;
+    for (const auto& t : tried) where += (where.empty() ? "" : ", ") + t.string();
+    throw data::DataError(layer_place(net, *layer) + ": its mean_file '" + layer->transform.mean_file +
+                          "' does not exist (looked for " + where +
+                          "): make one with `rudra mean`, or give --mean FILE, or --mean compute to compute it over "
+                          "the training set");
+}
+
+}  // namespace
+
+DataPlan plan_data(const DataOptions& o, const nn::NetSpec& net) {
+    DataPlan plan = plan_sources(o, net);
+    plan_mean(o, net, plan);
+    return plan;
+}
+
 namespace {
 
 data::Dataset open_part(const DataPlan::Part& p) {
@@ -188,20 +241,42 @@ data::TrainTest load_data(const DataPlan& plan, const DataOptions& o) {
         tt.train.num_classes = tt.test.num_classes = std::max(a.num_classes, b.num_classes);
     if (o.train_limit > 0) tt.train.truncate(o.train_limit);
     if (o.test_limit > 0) tt.test.truncate(o.test_limit);
+    add_mean(plan, o, tt);
     return tt;
 }
 
-data::Transform make_transform(const nn::TransformSpec& spec, const data::Dataset& train,
+void add_mean(const DataPlan& plan, const DataOptions& o, data::TrainTest& tt) {
+    const data::Dataset& a = tt.train;
+    tt.compute_mean = plan.compute_mean && o.mean == "compute";
+    if (!plan.mean_file.empty()) {
+        const data::MeanImage m = data::read_mean_file(plan.mean_file);
+        if (m.channels != a.channels || m.height != a.height || m.width != a.width)
+            throw data::DataError(plan.mean_file + ": the mean image is " + std::to_string(m.channels) + " x " +
+                                  std::to_string(m.height) + " x " + std::to_string(m.width) + ", the images " +
+                                  std::to_string(a.channels) + " x " + std::to_string(a.height) + " x " +
+                                  std::to_string(a.width) + " (" + a.source + ")");
+        tt.mean = m.values;
+        tt.notes.push_back("subtracting the mean image of " + plan.mean_file);
+    }
+}
+
+data::Transform make_transform(const nn::TransformSpec& spec, const data::TrainTest& sets,
                                std::vector<float>& mean, std::vector<std::string>& notes) {
+    const data::Dataset& train = sets.train;
     data::Transform t;
     t.scale = spec.scale;
     t.mirror = spec.mirror;
     t.crop = spec.crop_size;
-    if (!spec.mean_file.empty()) {
+    const bool by_option = spec.mean_values.empty() && (!sets.mean.empty() || sets.compute_mean);
+    if (!spec.mean_file.empty() || by_option) {
+        if (!sets.mean.empty()) {
+            t.mean = sets.mean;
+            return t;
+        }
         if (mean.empty()) {
             mean = data::pixel_mean(train);
-            notes.push_back("mean_file \"" + spec.mean_file + "\": subtracting the per-pixel mean computed over the " +
-                            std::to_string(train.size()) + " training images");
+            notes.push_back("subtracting the per-pixel mean computed over the " + std::to_string(train.size()) +
+                            " training images");
         }
         t.mean = mean;
     } else if (!spec.mean_values.empty()) {

@@ -31,6 +31,7 @@ struct DataOptions {
     std::string format = "auto";
     int64_t train_limit = 0, test_limit = 0;  // 0: all samples
     int decode_threads = 1;                   // threads that read and decode a training batch
+    std::string mean;  // --mean: a mean file in place of the layers' mean_file, or "compute"
 };
 
 // Where each phase's set is read from.
@@ -45,6 +46,10 @@ struct DataPlan {
     };
     Part train, test;
     std::string bundle_dir;  // Kind::Bundle: the folder of IDX or CIFAR-10 files
+    // The mean image the Data layers subtract: a Caffe mean file, or computed over the training
+    // set (compute_mean), or none.
+    std::string mean_file;
+    bool compute_mean = false;
     std::vector<std::string> notes;
     // The sets are read sample by sample from their files (not loaded into memory).
     bool streamed() const { return train.kind != Kind::Bundle || test.kind != Kind::Bundle; }
@@ -52,12 +57,16 @@ struct DataPlan {
 
 DataPlan plan_data(const DataOptions& o, const nn::NetSpec& net);
 data::TrainTest load_data(const DataPlan& plan, const DataOptions& o);
+// The mean image the plan names, read into tt.mean (checked against the images' shape), and
+// tt.compute_mean; load_data calls it (a set shared between a node's ranks has it added after).
+void add_mean(const DataPlan& plan, const DataOptions& o, data::TrainTest& tt);
 inline data::TrainTest load_data(const DataOptions& o, const nn::NetSpec& net) { return load_data(plan_data(o, net), o); }
 
-// The data/ transform for a Data layer's transform_param. A mean_file stands for "subtract the
-// per-pixel mean", which is computed over the training set (Caffe's binaryproto is not read);
-// `mean` holds it once computed, so that the TRAIN and TEST transforms share one pass.
-data::Transform make_transform(const nn::TransformSpec& spec, const data::Dataset& train,
+// The data/ transform for a Data layer's transform_param. A mean_file subtracts the mean image
+// load_data read from it (sets.mean), or, for IDX and CIFAR-10 folders that come without one,
+// the per-pixel mean computed over the training set; `mean` holds it once computed, so that
+// the TRAIN and TEST transforms share one pass.
+data::Transform make_transform(const nn::TransformSpec& spec, const data::TrainTest& sets,
                                std::vector<float>& mean, std::vector<std::string>& notes);
 
 }  // namespace rudra::session

@@ -85,8 +85,8 @@ TrainingSession::TrainingSession(const SessionSpec& spec, const data::TrainTest&
     const nn::LayerSpec* test_layer = spec.net.data_layer(nn::Phase::Test);
     const std::string& net_file = spec.net.file;
     std::vector<float> mean;  // computed once for both transforms
-    if (train_layer) train_tf_ = make_transform(train_layer->transform, sets.train, mean, notes_);
-    test_tf_ = test_layer ? make_transform(test_layer->transform, sets.train, mean, notes_) : train_tf_;
+    if (train_layer) train_tf_ = make_transform(train_layer->transform, sets, mean, notes_);
+    test_tf_ = test_layer ? make_transform(test_layer->transform, sets, mean, notes_) : train_tf_;
 
     if (parts.train_net) {
         if (!train_layer) throw std::runtime_error(net_file + ": the net has no Data layer for phase TRAIN");

@@ -14,6 +14,42 @@ py=/usr/bin/python3
 export OMP_NUM_THREADS=2
 "$py" "$src/tools/data/export_idx.py" "$fm" "$work/fm" --limit-train 2000 --limit-test 400 --forms list,lmdb >/dev/null ||
   { fail "export_idx.py"; finish; exit 1; }
+# The nets' mean_file (mean.binaryproto, beside the sets): the first 2000 training images' mean,
+# written by Python as a BlobProto of unpacked floats. rudra mean's file, read back by Python,
+# holds the same values.
+"$rudra" mean "$work/fm/lmdb/train_raw" "$work/rudra_mean.binaryproto" >"$work/mean.log" 2>&1 || fail "mean: $(cat "$work/mean.log")"
+"$py" - "$work/fm/lmdb/train_raw" "$work/fm/mean.binaryproto" "$work/rudra_mean.binaryproto" <<'PY' || fail "mean: Python's mean and rudra's differ"
+import lmdb, struct, sys
+def varint(b, i):
+    v = s = 0
+    while True:
+        c = b[i]; i += 1; v |= (c & 0x7F) << s; s += 7
+        if not c & 0x80: return v, i
+def fields(b):
+    i = 0
+    while i < len(b):
+        k, i = varint(b, i)
+        f, w = k >> 3, k & 7
+        if w == 0: v, i = varint(b, i)
+        elif w == 2:
+            n, i = varint(b, i); v = b[i:i + n]; i += n
+        elif w == 5: v = b[i:i + 4]; i += 4
+        yield f, w, v
+sums, n = None, 0
+with lmdb.open(sys.argv[1], readonly=True, lock=False).begin() as t:
+    for _, rec in t.cursor():
+        data = next(v for f, w, v in fields(rec) if f == 4)
+        sums = list(data) if sums is None else [a + b for a, b in zip(sums, data)]
+        n += 1
+mean = [s / n for s in sums]
+out = b"".join(bytes([k << 3]) + bytes([v]) for k, v in ((1, 1), (2, 1), (3, 28), (4, 28)))
+out += b"".join(b"\x2d" + struct.pack("<f", m) for m in mean)
+open(sys.argv[2], "wb").write(out)
+theirs = next(v for f, w, v in fields(open(sys.argv[3], "rb").read()) if f == 5 and w == 2)
+theirs = struct.unpack(f"<{len(theirs) // 4}f", theirs)
+worst = max(abs(a - b) for a, b in zip(mean, theirs))
+sys.exit(0 if len(theirs) == 784 and worst < 1e-3 else f"{len(theirs)} values, worst difference {worst}")
+PY
 net=$src/models/cifar10_full_28/cifar10_full_28_train_test.prototxt
 solver=$src/models/cifar10_full_28/cifar10_full_28_solver.prototxt
 # A copy of the net and solver whose Data layers read SOURCE_TRAIN / SOURCE_TEST (ImageData when
@@ -57,7 +93,7 @@ for kind in raw encoded list; do
 done
 grep -q "record\|note: .*source" "$work/raw.log" && fail "raw: a note about the source" || pass
 
-# Caffe's resolution: the sources relative to the working directory, no --data.
+# Caffe's resolution: the sources and the mean file relative to the working directory, no --data.
 (cd "$work/fm" && run_train cwd "$work/raw_solver.prototxt")
 [ "$(cat "$work/cwd.result")" = "$want" ] && pass || fail "cwd: the sources relative to the working directory"
 # Named and missing: an error naming the layer and the source, no silent fall-back.
@@ -74,6 +110,29 @@ if "$rudra" dist --help >/dev/null 2>&1; then
     { fail "dist: an epoch on the LMDB"; tail -5 "$work/dist.log"; }
 fi
 
+# rudra convert: the PNG list into an LMDB of raw grey Datums (as convert_imageset --gray) trains
+# as the LMDB of the independent writer does; a second conversion into it is refused.
+"$rudra" convert "$work/fm/list/train.txt" "$work/conv/lmdb/train_raw" --root "$work/fm/png/" --gray >"$work/convert.log" 2>&1 &&
+  "$rudra" convert "$work/fm/list/val.txt" "$work/conv/lmdb/val_raw" --root "$work/fm/png/" --gray >>"$work/convert.log" 2>&1 ||
+  fail "convert: $(tail -1 "$work/convert.log")"
+cp "$work/fm/mean.binaryproto" "$work/conv/"
+run_train converted "$work/raw_solver.prototxt" --data "$work/conv"
+[ "$(cat "$work/converted.result")" = "$want" ] && pass || fail "converted: not the IDX run's result"
+"$rudra" convert "$work/fm/list/val.txt" "$work/conv/lmdb/val_raw" --root "$work/fm/png/" >"$work/again.log" 2>&1 &&
+  fail "convert: wrote over an LMDB" || { grep -q "exists already" "$work/again.log" && pass || fail "convert: the refusal"; }
+run_train mean_compute "$work/raw_solver.prototxt" --data "$work/fm" --mean compute
+# A run with each mean file gives the run that computes the mean itself.
+cp "$work/fm/mean.binaryproto" "$work/py_mean.binaryproto"
+for m in py_mean rudra_mean; do
+  run_train "$m" "$work/raw_solver.prototxt" --data "$work/fm" --mean "$work/$m.binaryproto"
+  [ "$(cat "$work/$m.result")" = "$(cat "$work/mean_compute.result")" ] && pass ||
+    fail "$m: $(cat "$work/$m.result") with the mean file, $(cat "$work/mean_compute.result") computed"
+done
+# A named mean_file that is not there is an error for an LMDB (it is computed only for IDX and
+# CIFAR-10 folders, which come without one).
+sed 's|mean_file: "mean.binaryproto"|mean_file: "no_mean.binaryproto"|' "$work/raw.prototxt" >"$work/nomean.prototxt"
+sed "s|^net: .*|net: \"$work/nomean.prototxt\"|" "$solver" >"$work/nomean_solver.prototxt"
+
 # Bad input: each refused with a non-zero exit, naming the file and the record or line.
 bad() {  # bad NAME PATTERN SOLVER [options]
   local name=$1 pattern=$2 s=$3
@@ -84,7 +143,7 @@ bad() {  # bad NAME PATTERN SOLVER [options]
     { fail "$name: exit $rc, wanted an error matching '$pattern'"; tail -3 "$work/$name.log"; }
 }
 mkdir -p "$work/b"
-cp -r "$work/fm/list" "$work/fm/png" "$work/b/"
+cp -r "$work/fm/list" "$work/fm/png" "$work/fm/mean.binaryproto" "$work/b/"
 first=$(head -1 "$work/b/list/train.txt" | cut -d' ' -f1)
 head -c 200 "$work/b/png/$first" >"$work/b/cut.png" && mv "$work/b/cut.png" "$work/b/png/$first"
 bad truncated "list/train.txt:1: .*png/$first: corrupt or truncated PNG" "$work/list_solver.prototxt" --data "$work/b"
@@ -124,4 +183,5 @@ bad label12 "lmdb/label12: record [0-9]* (key '[0-9]*'): label 12 is not one of 
 make_net short lmdb/short lmdb/val_raw
 bad short "lmdb/short: record [0-9]* (key '[0-9]*'): the Datum's data holds 700 bytes, its shape 1 x 28 x 28 needs 784" \
   "$work/short_solver.prototxt" --data "$work/b"
+bad no_mean "mean_file 'no_mean.binaryproto' does not exist" "$work/nomean_solver.prototxt" --data "$work/fm"
 finish

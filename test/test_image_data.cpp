@@ -16,6 +16,7 @@
 #include "data/batch_stream.h"
 #include "data/datum.h"
 #include "data/image_decode.h"
+#include "data/mean_file.h"
 #include "data/sample_reader.h"
 #include "data/worker_pool.h"
 
@@ -309,4 +310,33 @@ TEST_CASE("a streamed set's batches are the same with 1 or 3 decode threads") {
         CHECK(x.data == y.data);
         CHECK(x.labels == y.labels);
     }
+}
+
+TEST_CASE("mean files: Caffe's BlobProto, legacy or shape dimensions, packed or single floats") {
+    MeanImage m;
+    m.channels = 2;
+    m.height = 1;
+    m.width = 3;
+    m.values = {1, 2, 3, 4.5f, 5, 6};
+    const std::vector<uint8_t> b = encode_mean_blob(m);
+    const MeanImage back = parse_mean_blob(b.data(), b.size(), "m");
+    CHECK(back.channels == 2);
+    CHECK(back.width == 3);
+    CHECK(back.values == m.values);
+    // shape { dim: 1 dim: 1 dim: 2 dim: 2 } and four unpacked floats (field 5, wire type 5).
+    std::vector<uint8_t> s = {0x3a, 0x06, 0x0a, 0x04, 1, 1, 2, 2};
+    for (float v : {1.0f, 2.0f, 3.0f, 4.0f}) {
+        s.push_back(0x2d);
+        const auto* p = reinterpret_cast<const uint8_t*>(&v);
+        s.insert(s.end(), p, p + 4);
+    }
+    const MeanImage shaped = parse_mean_blob(s.data(), s.size(), "s");
+    CHECK(shaped.channels == 1);
+    CHECK(shaped.height == 2);
+    CHECK(shaped.values == std::vector<float>{1, 2, 3, 4});
+    s.resize(s.size() - 5);
+    CHECK_THROWS_WITH_AS(parse_mean_blob(s.data(), s.size(), "s"), doctest::Contains("holds 3 values"), DataError);
+    std::vector<uint8_t> cut(b.begin(), b.end() - 2);
+    CHECK_THROWS_WITH_AS(parse_mean_blob(cut.data(), cut.size(), "cut.binaryproto"),
+                         doctest::Contains("cut.binaryproto: not a Caffe mean file"), DataError);
 }

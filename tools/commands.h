@@ -116,6 +116,23 @@ struct DistOptions {
     int broadcast_fan_out = 2;  // adv*: learners each forwards the weights to
     std::set<std::string> given;  // options on the command line ("--protocol", "solver"): a resume keeps the rest
 };
+// `rudra convert`: images (a folder of class folders or an ImageData list) into an LMDB of
+// Caffe Datums, as Caffe's convert_imageset.
+struct ConvertOptions {
+    std::string input, output, root;  // root: the list's root folder
+    bool gray = false, encoded = false, shuffle = false;
+    int new_height = 0, new_width = 0;
+    uint64_t seed = 1;
+};
+int run_convert(const ConvertOptions& o);
+// `rudra mean`: a set's mean image as a Caffe mean file, as compute_image_mean.
+struct MeanOptions {
+    std::string input, output, root;
+    bool gray = false;
+    int new_height = 0, new_width = 0;
+};
+int run_mean(const MeanOptions& o);
+
 // `rudra checkpoint`: a distributed run's checkpoint, described.
 struct CheckpointOptions {
     std::string path;   // a checkpoint, or the output directory holding one

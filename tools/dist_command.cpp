@@ -432,6 +432,7 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
             // The training set alone keeps the copy (the test set is copied out): letting it go frees it.
             sets = data::view_train_test(node_copy.data, node_copy.size, std::move(node_copy.keep));
             sets.notes = plan.notes;
+            session::add_mean(plan, o.data, sets);
         }
         // The ranks that do not train (the PS, leaf PSs, the statistics server) let the training
         // images go once their nets are set up; the labels stay (they count the epoch).

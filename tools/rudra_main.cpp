@@ -32,6 +32,10 @@ void add_data_options(CLI::App* cmd, rudra::tools::DataOptions& d) {
         ->check(checks::kNonNegativeInteger);
     cmd->add_option("--test-limit", d.test_limit, "use only the first N test images (0: all)")
         ->check(checks::kNonNegativeInteger);
+    cmd->add_option("--mean", d.mean,
+                    "the mean image to subtract: a Caffe mean file (binaryproto, as `rudra mean` or compute_image_mean "
+                    "writes it) in place of the Data layers' mean_file, or 'compute' for the per-pixel mean of the "
+                    "training set");
     cmd->add_option("--decode-threads", d.decode_threads,
                     "threads that read, decode and transform each training batch ahead of the computation (for "
                     "image files and LMDBs), placed on the I/O thread's CPUs")
@@ -120,6 +124,37 @@ int main(int argc, char** argv) {
     i->add_option("--threads-per-rank", info.threads, "threads of each rank (default: the OpenMP setting)")
         ->check(checks::kPositiveInt);
     i->add_option("--topology", info.topology, "plan on an hwloc synthetic topology, e.g. \"pack:2 numa:2 core:11 pu:4\"");
+
+    rudra::tools::ConvertOptions convert;
+    auto* cv = app.add_subcommand("convert", "images into an LMDB of Caffe Datums, as Caffe's convert_imageset: "
+                                             "rudra convert (CLASS_FOLDERS | LIST --root DIR) OUT_LMDB");
+    cv->add_option("input", convert.input, "a folder of class folders, or an ImageData list of 'path label' lines")
+        ->required()
+        ->check(CLI::ExistingPath);
+    cv->add_option("output", convert.output, "the LMDB folder to make (must not exist)")->required();
+    cv->add_option("--root", convert.root, "the list's root folder, prepended to its paths as written");
+    cv->add_flag("--gray", convert.gray, "store one grey channel (default: B, G, R)");
+    cv->add_flag("--encoded", convert.encoded, "store the image files' bytes (JPEG, PNG) instead of pixels");
+    cv->add_option("--resize-height", convert.new_height, "resize every image to this height (with --resize-width)")
+        ->check(CLI::Range(1, 1 << 15));
+    cv->add_option("--resize-width", convert.new_width, "resize every image to this width (with --resize-height)")
+        ->check(CLI::Range(1, 1 << 15));
+    cv->add_flag("--shuffle", convert.shuffle, "store the images in a random order (seeded by --seed)");
+    cv->add_option("--seed", convert.seed, "seed of --shuffle")->capture_default_str();
+
+    rudra::tools::MeanOptions mean;
+    auto* mn = app.add_subcommand("mean", "a set's mean image as a Caffe mean file (binaryproto), as compute_image_mean: "
+                                          "rudra mean SET OUT.binaryproto");
+    mn->add_option("input", mean.input,
+                   "an LMDB, a folder of class folders, a folder of IDX or CIFAR-10 files (its training part), or an "
+                   "ImageData list")
+        ->required()
+        ->check(CLI::ExistingPath);
+    mn->add_option("output", mean.output, "the mean file to write")->required();
+    mn->add_option("--root", mean.root, "a list's root folder");
+    mn->add_flag("--gray", mean.gray, "read images as one grey channel");
+    mn->add_option("--resize-height", mean.new_height, "resize images to this height first")->check(CLI::Range(1, 1 << 15));
+    mn->add_option("--resize-width", mean.new_width, "resize images to this width first")->check(CLI::Range(1, 1 << 15));
 
     rudra::tools::BenchOptions bench;
     auto* b = app.add_subcommand("bench", "kernel throughput: own SGEMM and convolutions against BLIS, oneDNN and "
@@ -301,6 +336,12 @@ int main(int argc, char** argv) {
         if (*m) return rudra::tools::run_time(time);
         if (*b) return rudra::tools::run_bench(bench);
         if (*i) return rudra::tools::run_info(info);
+        if (*cv || *mn) {
+            for (const auto& [h, w] : {std::pair{convert.new_height, convert.new_width}, std::pair{mean.new_height, mean.new_width}})
+                if ((h > 0) != (w > 0))
+                    throw std::runtime_error("give --resize-height and --resize-width together");
+            return *cv ? rudra::tools::run_convert(convert) : rudra::tools::run_mean(mean);
+        }
 #ifdef RUDRA_HAVE_MPI
         if (*d) {
             for (const CLI::Option* opt : d->get_options())
