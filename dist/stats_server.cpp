@@ -137,6 +137,12 @@ void run_stats_server(Transport& t, const StatsConfig& cfg, const std::function<
             {"images_per_s", std::round((span > 0 ? (h.samples - prev_samples) / span : 0.0) * 10) / 10},
             {"overlap_ratio", std::round((compute + wait > 0 ? compute / (compute + wait) : 0.0) * 1e4) / 1e4}};
         if (!h.replay) line.erase("replayed");
+        if (r.top5 >= 0) line["test_top5"] = significant(r.top5, 6);
+        if (!r.layers.empty()) {
+            nlohmann::ordered_json layers = nlohmann::ordered_json::object();
+            for (const auto& [name, value] : r.layers) layers[name] = significant(value, 6);
+            line["accuracy_layers"] = layers;
+        }
         if (h.has_spread) line["spread"] = significant(h.spread, 4);
         line["rank0_traffic"] = traffic_json(h.traffic);
         log(line);

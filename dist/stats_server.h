@@ -19,6 +19,8 @@ class Timeline;
 
 struct TestResult {
     double accuracy = 0.0, loss = 0.0;
+    double top5 = -1.0;  // -1: fewer than 5 classes
+    std::vector<std::pair<std::string, double>> layers;  // the test net's Accuracy layers
 };
 
 struct StatsConfig {

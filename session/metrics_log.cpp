@@ -1,5 +1,9 @@
 #include "session/metrics_log.h"
 
+#include <cstdio>
+
+#include "session/training_session.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -30,6 +34,21 @@ void MetricsLog::write(const nlohmann::ordered_json& event) {
                                  (n == 0 ? std::string("nothing written") : std::string(std::strerror(errno))));
         done += static_cast<size_t>(n);
     }
+}
+
+void add_accuracies(nlohmann::ordered_json& line, const EvalResult& r) {
+    if (r.top5 >= 0) line["test_top5"] = r.top5;
+    if (r.layers.empty()) return;
+    nlohmann::ordered_json layers = nlohmann::ordered_json::object();
+    for (const auto& l : r.layers) layers[l.name] = l.accuracy;
+    line["accuracy_layers"] = layers;
+}
+
+std::string top5_text(const EvalResult& r) {
+    if (r.top5 < 0) return "";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "  top5 %.4f", r.top5);
+    return buf;
 }
 
 }  // namespace rudra::session

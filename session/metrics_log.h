@@ -23,4 +23,11 @@ private:
     int fd_ = -1;
 };
 
+struct EvalResult;
+// An evaluation's top-5 accuracy ("test_top5", where the net has 5 or more classes) and its
+// Accuracy layers' ("accuracy_layers": {top name: accuracy}) added to a metrics line.
+void add_accuracies(nlohmann::ordered_json& line, const EvalResult& r);
+// "  top5 0.9123" for the readable lines ("" without a top-5).
+std::string top5_text(const EvalResult& r);
+
 }  // namespace rudra::session

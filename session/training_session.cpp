@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -161,6 +162,38 @@ double TrainingSession::step(const data::Batch& b, int64_t iteration) {
     return loss;
 }
 
+namespace {
+
+// Correct at k when fewer than k classes score strictly higher than the label (Caffe's Accuracy).
+bool in_top(const float* s, int classes, int label, int k) {
+    int higher = 0;
+    for (int c = 0; c < classes && higher < k; ++c) higher += s[c] > s[label];
+    return higher < k;
+}
+
+// The test net's Accuracy layers: their top, the blob they rank and their top_k.
+struct AccuracySpec {
+    std::string top, scores;
+    int top_k = 1;
+};
+
+std::vector<AccuracySpec> accuracy_layers(const nn::NetSpec& net) {
+    std::vector<AccuracySpec> out;
+    for (const nn::LayerSpec& l : net.layers) {
+        if (l.type != "Accuracy" || !l.applies_to(nn::Phase::Test) || l.tops.empty() || l.bottoms.empty()) continue;
+        AccuracySpec a{l.tops[0], l.bottoms[0], 1};
+        // The layer checked its accuracy_param when the net was built: only top_k is wanted here.
+        for (const nn::TextField& p : l.message.fields)
+            if (p.name == "accuracy_param")
+                for (const nn::TextField& k : p.message.fields)
+                    if (k.name == "top_k") a.top_k = std::max(1, std::atoi(k.text.c_str()));
+        out.push_back(a);
+    }
+    return out;
+}
+
+}  // namespace
+
 EvalResult TrainingSession::evaluate() {
     nn::Net& net = test_net();
     const data::Dataset& d = sets_.test;
@@ -168,8 +201,10 @@ EvalResult TrainingSession::evaluate() {
     if (scores_name.empty()) throw std::runtime_error("the test net has no loss layer to read scores from");
     nn::Blob& scores = net.blob(scores_name);
     const int classes = static_cast<int>(scores.count() / net.batch());
+    const std::vector<AccuracySpec> acc = accuracy_layers(spec_.net);
+    std::vector<int64_t> acc_correct(acc.size(), 0);
     EvalResult r;
-    int64_t correct = 0;
+    int64_t correct = 0, correct5 = 0;
     double loss = 0.0;
     std::vector<int> labels(net.batch());
     for (int64_t first = 0; first < d.size(); first += net.batch()) {
@@ -180,15 +215,25 @@ EvalResult TrainingSession::evaluate() {
             const int label = labels[i];
             const int best = static_cast<int>(std::max_element(s, s + classes) - s);
             correct += best == label;
+            if (classes >= 5) correct5 += in_top(s, classes, label, 5);
             const float mx = s[best];
             double sum = 0.0;
             for (int c = 0; c < classes; ++c) sum += std::exp(static_cast<double>(s[c] - mx));
             loss += std::log(sum) - (s[label] - mx);
         }
+        for (size_t a = 0; a < acc.size(); ++a) {
+            const nn::Blob& b = net.blob(acc[a].scores);
+            const int k_classes = static_cast<int>(b.count() / net.batch());
+            for (int i = 0; i < real; ++i)
+                acc_correct[a] += in_top(b.data + static_cast<int64_t>(i) * k_classes, k_classes, labels[i], acc[a].top_k);
+        }
         r.images += real;
     }
-    r.accuracy = r.images ? static_cast<double>(correct) / r.images : 0.0;
+    const double n = static_cast<double>(std::max<int64_t>(r.images, 1));
+    r.accuracy = r.images ? correct / n : 0.0;
+    if (classes >= 5) r.top5 = r.images ? correct5 / n : 0.0;
     r.loss = r.images ? loss / r.images : 0.0;
+    for (size_t a = 0; a < acc.size(); ++a) r.layers.push_back({acc[a].top, acc[a].top_k, r.images ? acc_correct[a] / n : 0.0});
     return r;
 }
 

@@ -43,7 +43,15 @@ struct SessionParts {
 
 struct EvalResult {
     double accuracy = 0.0, loss = 0.0;
+    double top5 = -1.0;  // top-5 accuracy; -1 when the net has fewer than 5 classes
     int64_t images = 0;
+    // Each Accuracy layer of the test net (its top's name, its top_k), over the real images.
+    struct Layer {
+        std::string name;
+        int top_k = 1;
+        double accuracy = 0.0;
+    };
+    std::vector<Layer> layers;
 };
 
 // A loss that is not finite: training diverged.
@@ -83,7 +91,8 @@ public:
     double compute_gradient(const data::Batch& batch, const std::function<void(size_t layer)>& after_layer);
     // compute_gradient, then the solver's update as iteration `iteration` of its schedule.
     double step(const data::Batch& batch, int64_t iteration);
-    // Top-1 accuracy and mean cross-entropy of the current parameters over the whole test set.
+    // Top-1 and top-5 accuracy, each Accuracy layer's, and the mean cross-entropy of the current
+    // parameters over the whole test set.
     EvalResult evaluate();
 
     // The parameters, the solver history (when there is a solver) and the data position.

@@ -41,7 +41,7 @@ grep -q "^rank 0: the node's ranks do not share one copy of the data set (.*no-s
 run softsync1 5 --protocol softsync --n 1
 # What a person sees: a readable line per epoch (JSON only with --json, below), no progress bar
 # in a log (progress lines come every 30 s: this run is shorter).
-grep -q '^epoch 2/2: test accuracy [0-9.]* (loss [0-9.]*), train loss [0-9.]*, [0-9,]* images/s, staleness [0-9.]* (max [0-9]*), overlap [0-9.]*, [0-9:]* elapsed$' \
+grep -q '^epoch 2/2: test accuracy [0-9.]*, top-5 [0-9.]* (loss [0-9.]*), train loss [0-9.]*, [0-9,]* images/s, staleness [0-9.]* (max [0-9]*), overlap [0-9.]*, [0-9:]* elapsed$' \
   "$work/softsync1.log" && ! grep -q '"event":"epoch"' "$work/softsync1.log" && ! grep -q $'\r' "$work/softsync1.log" &&
   pass || { fail "softsync1: readable epoch lines"; grep epoch "$work/softsync1.log"; }
 run softsyncL 5 --protocol softsync --n 3 --lr-modulation per-gradient --ps-receive-ahead on
@@ -247,7 +247,7 @@ expect_error adv_per_gradient "--lr-modulation per-gradient weighs each gradient
 expect_error per_node_base "--ranks-per-node is a setting of --topology adv and adv*" 5 --data "$data" --protocol async --ranks-per-node 2
 expect_error bcast_adv "--broadcast-fan-out is a setting of --topology adv*" 8 --data "$data" --protocol async --topology adv \
   --ranks-per-node 4 --broadcast-fan-out 2
-expect_error bad_data "data directory does not exist" 4 --protocol async --data "$work/nowhere"
+expect_error bad_data "nowhere: no such data folder (--data)" 4 --protocol async --data "$work/nowhere"
 expect_error warm_done "has trained 2 epochs already" 4 --data "$data" --protocol async --epochs 2 \
   --warm-start "$work/hardsync/final.rudra"
 # Errors every rank meets are reported once, not once per rank.

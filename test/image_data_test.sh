@@ -106,7 +106,7 @@ rc=$?
 if "$rudra" dist --help >/dev/null 2>&1; then
   OMP_NUM_THREADS=1 timeout -k 5 300 mpiexec -disable-auto-cleanup -n 4 "$rudra" dist "$work/raw_solver.prototxt" \
     --data "$work/fm" --epochs 1 --batch 32 -o "$work/dist" >"$work/dist.log" 2>&1 &&
-    grep -q '"event":"epoch"' "$work/dist/metrics.jsonl" && [ -s "$work/dist/final.rudra" ] && pass ||
+    grep '"event":"epoch"' "$work/dist/metrics.jsonl" | grep -q '"test_top5"' && [ -s "$work/dist/final.rudra" ] && pass ||
     { fail "dist: an epoch on the LMDB"; tail -5 "$work/dist.log"; }
 fi
 

@@ -17,6 +17,8 @@
 #include "nn/atomic_file.h"
 #include "session/metrics_log.h"
 #include "session/run_folder.h"
+#include "session/training_session.h"
+#include "nn/net_spec.h"
 #include "test_files.h"
 
 using namespace rudra;
@@ -155,4 +157,48 @@ TEST_CASE("the metrics log: appends on resume, never follows a link, and a faile
     waitpid(child, &status, 0);
     CHECK(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 7);
+}
+
+TEST_CASE("evaluation: top-1, top-5 and an Accuracy layer's top_k, over the real images of a partial last batch") {
+    // Scores are the bias alone, class 0 highest: a sample of label L has exactly L classes
+    // above it. Labels 0..6 twice over 14 samples, in test batches of 4 (two padding rows of
+    // label 0 in the last, which would count as correct).
+    const std::string text = R"(
+        layer { name: 'd' type: 'Data' top: 'data' top: 'label' data_param { batch_size: 4 } }
+        layer { name: 'ip' type: 'InnerProduct' bottom: 'data' top: 'ip'
+                inner_product_param { num_output: 7 weight_filler { type: 'constant' value: 0 } } }
+        layer { name: 'loss' type: 'SoftmaxWithLoss' bottom: 'ip' bottom: 'label' top: 'loss' }
+        layer { name: 'top3' type: 'Accuracy' bottom: 'ip' bottom: 'label' top: 'acc3'
+                accuracy_param { top_k: 3 } include { phase: TEST } }
+    )";
+    data::TrainTest sets;
+    for (data::Dataset* d : {&sets.train, &sets.test}) {
+        d->channels = 1;
+        d->height = d->width = 2;
+        for (int i = 0; i < 14; ++i) {
+            d->labels.push_back(static_cast<uint8_t>(i % 7));
+            for (int p = 0; p < 4; ++p) d->pixels.push_back(static_cast<uint8_t>(i + p));
+        }
+        d->num_classes = 7;
+    }
+    session::SessionSpec spec;
+    spec.net = nn::parse_net_spec(text, "eval.prototxt");
+    session::TrainingSession run(spec, sets, {.train_net = false, .test_net = true, .solver = false});
+    nn::ParamStore& p = run.params();
+    std::fill(p.values(), p.values() + p.size(), 0.0f);
+    REQUIRE(p.entries().size() == 2);
+    float* bias = p.values() + p.entries()[1].offset;
+    for (int c = 0; c < 7; ++c) bias[c] = static_cast<float>(6 - c);
+    const session::EvalResult r = run.evaluate();
+    CHECK(r.images == 14);
+    CHECK(r.accuracy == doctest::Approx(2.0 / 14));
+    CHECK(r.top5 == doctest::Approx(10.0 / 14));
+    REQUIRE(r.layers.size() == 1);
+    CHECK(r.layers[0].name == "acc3");
+    CHECK(r.layers[0].top_k == 3);
+    CHECK(r.layers[0].accuracy == doctest::Approx(6.0 / 14));
+    nlohmann::ordered_json line;
+    session::add_accuracies(line, r);
+    CHECK(line["test_top5"].get<double>() == doctest::Approx(10.0 / 14));
+    CHECK(line["accuracy_layers"]["acc3"].get<double>() == doctest::Approx(6.0 / 14));
 }

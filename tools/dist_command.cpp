@@ -290,14 +290,15 @@ std::string claim_output(const DistOptions& o, const std::optional<DistCheckpoin
 }  // namespace
 
 int run_dist(const DistOptions& options, int* argc, char*** argv) {
-    run_under_rank_guard();  // from here on, this process is the rank
+    // From here on, this process is the rank. Its handlers are in place before any stop signal
+    // can reach it: a stop requested while the rank starts (a batch system's signal can come
+    // that early) is kept for the PS, which stops with a checkpoint as soon as its loop starts.
+    run_under_rank_guard(install_signal_handlers);
     const auto process_start = std::chrono::steady_clock::now();
-    // At once: a stop requested while the rank starts (a batch system's signal can come that
-    // early) is kept for the PS, which stops with a checkpoint as soon as its loop starts.
-    install_signal_handlers();
     // From before MPI_Init, which waits for every rank of the job: a rank that dies while
     // starting must not leave the others waiting forever.
-    StartupWatch startup(launcher_rank(), options.startup_timeout, options.peer_timeout);
+    StartupWatch startup(launcher_rank(), options.startup_timeout, options.peer_timeout,
+                         [] { return g_stop_requested.load(); });
     dist::MpiSession mpi(argc, argv);
     install_signal_handlers();  // again: MPI_Init installs its own for SIGUSR1
     DistOptions o = options;

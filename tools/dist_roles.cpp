@@ -158,7 +158,9 @@ void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, const d
         [&](const float* w) {
             std::memcpy(run.params().values(), w, sizeof(float) * run.params().size());
             const session::EvalResult r = run.evaluate();
-            return dist::TestResult{r.accuracy, r.loss};
+            dist::TestResult t{r.accuracy, r.loss, r.top5, {}};
+            for (const auto& l : r.layers) t.layers.emplace_back(l.name, l.accuracy);
+            return t;
         },
         [&](const nlohmann::ordered_json& line) { log.write(line); });
 }

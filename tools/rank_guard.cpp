@@ -74,16 +74,25 @@ std::string launcher_warning() {
     return "";
 }
 
-void run_under_rank_guard() {
-    if (const char* v = std::getenv("RUDRA_RANK_GUARD"); v && std::strcmp(v, "0") == 0) return;
+void run_under_rank_guard(void (*install_handlers)()) {
+    constexpr int kPassedOn[] = {SIGTERM, SIGINT, SIGUSR1, SIGUSR2, SIGCONT, SIGHUP};
+    sigset_t passed_on, before;
+    sigemptyset(&passed_on);
+    for (int sig : kPassedOn) sigaddset(&passed_on, sig);
+    sigprocmask(SIG_BLOCK, &passed_on, &before);
+    const auto unblock = [&] { sigprocmask(SIG_SETMASK, &before, nullptr); };
+    const char* v = std::getenv("RUDRA_RANK_GUARD");
     const pid_t parent = getpid();
-    const pid_t child = fork();
-    if (child < 0) return;  // no guard: the rank runs as before
-    if (child == 0) {
-        // The launcher ends a job by killing the processes it started, the guards: their ranks
-        // follow, even one that is stopped (SIGSTOP) and could not act on a message.
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) _exit(1);  // the guard died before prctl took effect
+    const pid_t child = (v && std::strcmp(v, "0") == 0) ? -1 : fork();
+    if (child <= 0) {
+        if (child == 0) {
+            // The launcher ends a job by killing the processes it started, the guards: their ranks
+            // follow, even one that is stopped (SIGSTOP) and could not act on a message.
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (getppid() != parent) _exit(1);  // the guard died before prctl took effect
+        }
+        install_handlers();  // the rank, or no guard: the rank runs as before
+        unblock();
         return;
     }
     g_child = child;
@@ -91,7 +100,8 @@ void run_under_rank_guard() {
     sigemptyset(&sa.sa_mask);
     sa.sa_handler = pass_on_signal;
     sa.sa_flags = SA_RESTART;
-    for (int sig : {SIGTERM, SIGINT, SIGUSR1, SIGUSR2, SIGCONT, SIGHUP}) sigaction(sig, &sa, nullptr);
+    for (int sig : kPassedOn) sigaction(sig, &sa, nullptr);
+    unblock();
     int status = 0;
     while (waitpid(child, &status, 0) < 0)
         if (errno != EINTR) _exit(1);

@@ -10,9 +10,13 @@
 
 namespace rudra::tools {
 
-// Returns in the child (the rank). In the parent it waits for the child and exits. Does nothing
-// (returns at once) when RUDRA_RANK_GUARD=0 or the fork fails. Call before any thread starts.
-void run_under_rank_guard();
+// Returns in the child (the rank), after install_handlers has run there. In the parent it waits
+// for the child and exits. Without a guard (RUDRA_RANK_GUARD=0, or the fork fails) it runs
+// install_handlers and returns. Call before any thread starts. The signals passed on are
+// blocked until each process has its handlers: one that comes while the rank starts (a batch
+// system's stop, sent to every process of the step) is taken by the handler, never by the
+// default action that would kill the rank.
+void run_under_rank_guard(void (*install_handlers)());
 
 // A warning when this process was started by MPICH's mpiexec without -disable-auto-cleanup (read
 // from the launcher's command line, where it runs on this node): then one lost rank ends the

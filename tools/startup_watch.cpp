@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include "dist/mpi_transport.h"
@@ -28,12 +29,14 @@ void remove_unfinished_mpi_segments() {
 
 }  // namespace
 
-StartupWatch::StartupWatch(int rank, double startup_timeout_s, double peer_timeout_s)
+StartupWatch::StartupWatch(int rank, double startup_timeout_s, double peer_timeout_s,
+                           std::function<bool()> stop_requested)
     : rank_(rank),
       deadline_(Clock::now() +
                 std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(startup_timeout_s))),
       startup_timeout_s_(startup_timeout_s),
-      peer_timeout_s_(peer_timeout_s) {
+      peer_timeout_s_(peer_timeout_s),
+      stop_requested_(std::move(stop_requested)) {
     thread_ = std::thread([this] { run(); });
 }
 
@@ -96,9 +99,17 @@ void StartupWatch::give_up(int code, const std::string& why) {
 
 void StartupWatch::run() {
     std::unique_lock<std::mutex> lock(mu_);
+    std::optional<Clock::time_point> stop_seen;
     while (!done_) {
         cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return done_; });
         if (done_) return;
+        if (!stop_seen && stop_requested_ && stop_requested_()) stop_seen = Clock::now();
+        if (stop_seen && Clock::now() - *stop_seen > std::chrono::duration<double>(kStopGrace_s)) {
+            lock.unlock();
+            give_up(kExitStopped, "stopped by a signal during start-up, which did not end within " +
+                                      std::to_string(static_cast<int>(kStopGrace_s)) +
+                                      " s of it: training had not started, there is nothing to checkpoint");
+        }
         // Once MPI is up, rank 0 ends the job and says why; the others wait a little longer for it,
         // so that one rank reports instead of all of them.
         if (Clock::now() >= deadline_ + (mpi_up_ && rank_ != 0 ? std::chrono::seconds(10) : std::chrono::seconds(0))) {

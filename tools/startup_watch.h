@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -25,7 +26,11 @@ class StartupWatch {
 public:
     using Clock = std::chrono::steady_clock;
     // `rank`: this process's rank as the launcher numbered it (-1: not known yet).
-    StartupWatch(int rank, double startup_timeout_s, double peer_timeout_s);
+    // stop_requested: true once a stop signal came; if training has not started within
+    // kStopGrace_s of it, the rank ends with exit 130 (nothing to checkpoint yet), as a batch
+    // system's time limit wants, instead of waiting out the start-up allowance.
+    StartupWatch(int rank, double startup_timeout_s, double peer_timeout_s, std::function<bool()> stop_requested = {});
+    static constexpr double kStopGrace_s = 60.0;
     ~StartupWatch();  // stops watching
     StartupWatch(const StartupWatch&) = delete;
     StartupWatch& operator=(const StartupWatch&) = delete;
@@ -75,6 +80,7 @@ private:
     const dist::Heartbeat* heartbeat_ = nullptr;
     int ranks_ = 0;
     std::string held_file_;
+    std::function<bool()> stop_requested_;
     std::thread thread_;
 };
 

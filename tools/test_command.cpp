@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "nn/snapshot.h"
+#include "session/metrics_log.h"
 #include "session/training_session.h"
 #include "tools/commands.h"
 
@@ -19,9 +20,11 @@ int run_test(const TestOptions& o) {
     run.restore(s, o.snapshot, session::TrainingSession::History::Ignored);
     for (const auto& n : run.notes()) std::printf("note: %s\n", n.c_str());
     const session::EvalResult r = run.evaluate();
-    std::printf("snapshot %s (iteration %llu): test_accuracy %.4f test_loss %.4f over %lld images\n",
+    std::printf("snapshot %s (iteration %llu): test_accuracy %.4f test_loss %.4f%s over %lld images\n",
                 o.snapshot.c_str(), static_cast<unsigned long long>(s.iteration), r.accuracy, r.loss,
-                static_cast<long long>(r.images));
+                session::top5_text(r).c_str(), static_cast<long long>(r.images));
+    for (const auto& l : r.layers)
+        std::printf("Accuracy layer '%s' (top_k %d): %.4f\n", l.name.c_str(), l.top_k, l.accuracy);
     return 0;
 }
 

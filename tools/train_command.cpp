@@ -162,20 +162,28 @@ int run_train(const TrainOptions& o) {
         const bool epoch_end = (position / n_train) != ((position - batch) / n_train) || iter == max_iter;
         if (solver_spec.test_interval > 0 && iter % solver_spec.test_interval == 0 && !epoch_end) {
             const session::EvalResult r = run.evaluate();
-            log.write({{"event", "test"}, {"iteration", iter}, {"epoch", epoch_now}, {"test_accuracy", r.accuracy},
-                       {"test_loss", r.loss}, {"elapsed_s", seconds_since(t_start)}});
+            nlohmann::ordered_json line{{"event", "test"}, {"iteration", iter}, {"epoch", epoch_now},
+                                        {"test_accuracy", r.accuracy}, {"test_loss", r.loss}};
+            session::add_accuracies(line, r);
+            line["elapsed_s"] = seconds_since(t_start);
+            log.write(line);
         }
         if (epoch_end) {
             const session::EvalResult r = run.evaluate();
             bar.clear();
             const double train_loss = loss_sum_epoch / std::max<int64_t>(iters_epoch, 1);
-            std::printf("epoch %.2f/%.2f  train_loss %.4f  test_accuracy %.4f  test_loss %.4f  %.0f img/s  elapsed %s\n",
-                        epoch_now, total_epochs, train_loss, r.accuracy, r.loss, ips,
+            std::printf("epoch %.2f/%.2f  train_loss %.4f  test_accuracy %.4f  test_loss %.4f%s  %.0f img/s  elapsed %s\n",
+                        epoch_now, total_epochs, train_loss, r.accuracy, r.loss, session::top5_text(r).c_str(), ips,
                         format_duration(seconds_since(t_start)).c_str());
             std::fflush(stdout);
-            log.write({{"event", "epoch"}, {"epoch", std::round(epoch_now * 1000) / 1000}, {"iteration", iter},
-                       {"train_loss", train_loss}, {"test_accuracy", r.accuracy}, {"test_loss", r.loss},
-                       {"images_per_s", ips}, {"elapsed_s", seconds_since(t_start)}, {"lr", run.solver().rate(iter - 1)}});
+            nlohmann::ordered_json line{{"event", "epoch"},      {"epoch", std::round(epoch_now * 1000) / 1000},
+                                        {"iteration", iter},     {"train_loss", train_loss},
+                                        {"test_accuracy", r.accuracy}, {"test_loss", r.loss}};
+            session::add_accuracies(line, r);
+            line["images_per_s"] = ips;
+            line["elapsed_s"] = seconds_since(t_start);
+            line["lr"] = run.solver().rate(iter - 1);
+            log.write(line);
             compute_s_epoch = loss_sum_epoch = 0.0;
             iters_epoch = images_epoch = 0;
         }

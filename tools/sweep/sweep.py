@@ -343,7 +343,8 @@ def cmd_run(a):
 SETTINGS = ["run", "protocol", "n", "learners", "batch", "mu_lambda", "mode", "topology", "lr_modulation",
             "base_lr", "momentum", "seed", "epochs_planned", "train_images", "warm_start_from"]
 FIGURES = ["epoch", "elapsed_s", "updates", "samples", "test_accuracy", "test_error", "test_loss", "train_loss",
-           "staleness_mean", "staleness_max", "images_per_s", "overlap_ratio", "spread"]
+           "staleness_mean", "staleness_max", "images_per_s", "overlap_ratio", "spread", "test_top5",
+           "test_top5_error"]
 
 
 def read_jsonl(path):
@@ -405,6 +406,8 @@ def cmd_collect(a):
                 row["protocol"] = e["protocol"]  # the readable name (e.g. 1-softsync)
             if row["test_accuracy"] != "":
                 row["test_error"] = round(1.0 - float(row["test_accuracy"]), 6)
+            if row["test_top5"] != "":
+                row["test_top5_error"] = round(1.0 - float(row["test_top5"]), 6)
             rows.append(row)
         stale = os.path.join(folder, "staleness.json")
         if os.path.exists(stale):
