@@ -1,5 +1,7 @@
 #include "data/batch_stream.h"
 
+#include "data/skip_log.h"
+
 #include <algorithm>
 #include <numeric>
 #include <random>
@@ -19,13 +21,14 @@ int64_t ShuffledOrder::at(uint64_t position) {
 }
 
 Prefetcher::Prefetcher(const Dataset& d, const Transform& t, int batch, uint64_t seed, uint64_t start,
-                       std::function<void()> on_start, int decode_threads)
+                       std::function<void()> on_start, int decode_threads, SkipLog* skipped)
     : d_(d),
       t_(t),
       batch_(batch),
       seed_(seed),
       sample_floats_(static_cast<int64_t>(d.channels) * t.out_h(d) * t.out_w(d)),
       decode_threads_(std::max(1, decode_threads)),
+      skipped_(skipped),
       order_(d.size(), seed),
       next_position_(start) {
     if (d.size() == 0) throw DataError(d.source + ": the data set is empty");
@@ -58,7 +61,18 @@ void Prefetcher::fill(Batch& b, uint64_t position) {
         const uint64_t p = position + i;
         std::vector<uint8_t> scratch;
         const uint8_t* pixels = nullptr;
-        b.labels[i] = static_cast<float>(d_.read(index[i], scratch, pixels));
+        int64_t idx = index[i];
+        for (int64_t tries = 0;; ++tries) {
+            try {
+                b.labels[i] = static_cast<float>(d_.read(idx, scratch, pixels));
+                break;
+            } catch (const DataError& e) {
+                if (!skipped_) throw;
+                skipped_->record(e.what());
+                if (tries + 1 >= d_.size()) throw DataError(d_.source + ": no record of the set can be read");
+                idx = (idx + 1) % d_.size();
+            }
+        }
         transform_pixels(d_, pixels, t_, /*train=*/true, seed_ ^ (p * 0xd1b54a32d192ed03ull),
                          b.data.data() + i * sample_floats_);
     };

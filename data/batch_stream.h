@@ -42,8 +42,10 @@ public:
     // on_start, when given, runs first on the I/O thread and on each decode thread (the caller
     // sets their CPU affinity there). decode_threads: how many threads read, decode and
     // transform a batch's samples (the I/O thread among them).
+    // skipped: records that cannot be read are recorded there and replaced by the next record of
+    // the set that can (null: the error stops the stream).
     Prefetcher(const Dataset& d, const Transform& t, int batch, uint64_t seed, uint64_t start_position,
-               std::function<void()> on_start = {}, int decode_threads = 1);
+               std::function<void()> on_start = {}, int decode_threads = 1, SkipLog* skipped = nullptr);
     ~Prefetcher();
     Prefetcher(const Prefetcher&) = delete;
     Prefetcher& operator=(const Prefetcher&) = delete;
@@ -62,6 +64,7 @@ private:
     const uint64_t seed_;
     const int64_t sample_floats_;
     const int decode_threads_;
+    SkipLog* const skipped_;
     ShuffledOrder order_;
     Batch slots_[2];
     int ready_ = 0;      // batches filled and not yet taken (0..2)

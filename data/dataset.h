@@ -16,6 +16,7 @@ public:
 };
 
 class SampleReader;
+class SkipLog;
 
 struct Dataset {
     std::string source;        // file(s) it came from, for messages
@@ -68,6 +69,9 @@ struct TrainTest {
     std::vector<std::string> notes;  // how the sets were found, for the run's notes
     std::vector<float> mean;         // the mean image of a mean file, [C, H, W] (empty: none read)
     bool compute_mean = false;       // subtract the training set's per-pixel mean (--mean compute)
+    // --bad-image skip: records that cannot be read are skipped and recorded here (null: a bad
+    // record stops the run).
+    std::shared_ptr<SkipLog> skipped;
 };
 
 // A loaded data set as one byte string and back, so that one process can read and decompress

@@ -69,9 +69,18 @@ bool is_image_name(const fs::path& p) {
 Dataset finish_set(std::shared_ptr<FileListReader> reader, const std::string& source, const ImageOptions& o) {
     reader->finish();
     if (reader->count() == 0) throw DataError(source + ": no images");
-    const std::string what = reader->where(0);
-    const std::vector<uint8_t> first = read_file(reader->path(0), what);
-    reader->set_shape(shape_of_first(first.data(), first.size(), o, what));
+    // The set's shape from its first image that can be read: a bad one is reported when it is
+    // drawn (and skipped there under --bad-image skip), not here.
+    for (int64_t i = 0;; ++i) {
+        try {
+            const std::string what = reader->where(i);
+            const std::vector<uint8_t> first = read_file(reader->path(i), what);
+            reader->set_shape(shape_of_first(first.data(), first.size(), o, what));
+            break;
+        } catch (const DataError&) {
+            if (i + 1 >= std::min<int64_t>(reader->count(), 100)) throw;
+        }
+    }
     Dataset d;
     d.source = d.label_source = source;
     d.channels = reader->shape().channels;

@@ -5,6 +5,7 @@
 
 #include "data/mean_file.h"
 #include "data/sample_reader.h"
+#include "data/skip_log.h"
 
 namespace rudra::session {
 namespace {
@@ -231,6 +232,7 @@ data::TrainTest load_data(const DataPlan& plan, const DataOptions& o) {
     if (plan.test.kind != Kind::Bundle) tt.test = open_part(plan.test);
     if (plan.streamed()) tt.format = "files";
     tt.notes = plan.notes;
+    if (o.bad_image == "skip") tt.skipped = std::make_shared<data::SkipLog>();
     const data::Dataset &a = tt.train, &b = tt.test;
     if (a.channels != b.channels || a.height != b.height || a.width != b.width)
         throw data::DataError("the training set (" + a.source + ": " + std::to_string(a.channels) + " x " +

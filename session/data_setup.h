@@ -32,6 +32,7 @@ struct DataOptions {
     int64_t train_limit = 0, test_limit = 0;  // 0: all samples
     int decode_threads = 1;                   // threads that read and decode a training batch
     std::string mean;  // --mean: a mean file in place of the layers' mean_file, or "compute"
+    std::string bad_image = "stop";  // --bad-image: "stop" at a record that cannot be read, or "skip" it
 };
 
 // Where each phase's set is read from.

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "data/sample_reader.h"
+#include "data/skip_log.h"
 #include "session/data_setup.h"
 
 namespace rudra::session {
@@ -25,9 +26,9 @@ nn::NetOptions net_options(const SessionSpec& spec, ConvChoices& choices, nn::Ph
 
 // Copies the samples from `first` on (test order, no randomness) into the net's input blobs;
 // rows past the end of the set are zero with label 0. Returns how many rows are real; `labels`
-// gets the real rows' labels.
+// gets the real rows' labels (-1 for a record skipped under --bad-image skip).
 int fill_test_batch(nn::Net& net, const data::Dataset& d, const data::Transform& t, int64_t first,
-                    std::vector<int>& labels) {
+                    std::vector<int>& labels, data::SkipLog* skipped) {
     nn::Blob& x = net.input_data();
     nn::Blob* y = net.input_label();
     const int batch = net.batch();
@@ -37,9 +38,20 @@ int fill_test_batch(nn::Net& net, const data::Dataset& d, const data::Transform&
     for (int i = 0; i < batch; ++i) {
         if (i < real) {
             const uint8_t* pixels = nullptr;
-            const int label = d.read(first + i, scratch, pixels);
+            int label = -1;
+            try {
+                label = d.read(first + i, scratch, pixels);
+            } catch (const data::DataError& e) {
+                if (!skipped) throw;
+                skipped->record(e.what());
+            }
+            labels[i] = label;  // -1: skipped, not counted
+            if (label < 0) {
+                std::memset(x.data + i * per, 0, sizeof(float) * per);
+                if (y) y->data[i] = 0.0f;
+                continue;
+            }
             data::transform_pixels(d, pixels, t, /*train=*/false, 0, x.data + i * per);
-            labels[i] = label;
             if (y) y->data[i] = static_cast<float>(label);
         } else {
             std::memset(x.data + i * per, 0, sizeof(float) * per);
@@ -208,11 +220,13 @@ EvalResult TrainingSession::evaluate() {
     double loss = 0.0;
     std::vector<int> labels(net.batch());
     for (int64_t first = 0; first < d.size(); first += net.batch()) {
-        const int real = fill_test_batch(net, d, test_tf_, first, labels);
+        const int real = fill_test_batch(net, d, test_tf_, first, labels, sets_.skipped.get());
         net.forward();
         for (int i = 0; i < real; ++i) {
             const float* s = scores.data + static_cast<int64_t>(i) * classes;
             const int label = labels[i];
+            if (label < 0) continue;
+            ++r.images;
             const int best = static_cast<int>(std::max_element(s, s + classes) - s);
             correct += best == label;
             if (classes >= 5) correct5 += in_top(s, classes, label, 5);
@@ -225,9 +239,9 @@ EvalResult TrainingSession::evaluate() {
             const nn::Blob& b = net.blob(acc[a].scores);
             const int k_classes = static_cast<int>(b.count() / net.batch());
             for (int i = 0; i < real; ++i)
-                acc_correct[a] += in_top(b.data + static_cast<int64_t>(i) * k_classes, k_classes, labels[i], acc[a].top_k);
+                if (labels[i] >= 0)
+                    acc_correct[a] += in_top(b.data + static_cast<int64_t>(i) * k_classes, k_classes, labels[i], acc[a].top_k);
         }
-        r.images += real;
     }
     const double n = static_cast<double>(std::max<int64_t>(r.images, 1));
     r.accuracy = r.images ? correct / n : 0.0;

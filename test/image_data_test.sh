@@ -147,7 +147,13 @@ cp -r "$work/fm/list" "$work/fm/png" "$work/fm/mean.binaryproto" "$work/b/"
 first=$(head -1 "$work/b/list/train.txt" | cut -d' ' -f1)
 head -c 200 "$work/b/png/$first" >"$work/b/cut.png" && mv "$work/b/cut.png" "$work/b/png/$first"
 bad truncated "list/train.txt:1: .*png/$first: corrupt or truncated PNG" "$work/list_solver.prototxt" --data "$work/b"
-cp -r "$work/fm/png" "$work/b/png2"
+# --bad-image skip: the same run goes on, the record named on stderr and in the metrics, counted
+# on the epoch line.
+timeout -k 5 120 "$rudra" train "$work/list_solver.prototxt" --data "$work/b" --epochs 1 --bad-image skip \
+  -o "$work/run-skip" >"$work/skip.log" 2>&1 && grep -q "skipped a record (--bad-image skip): .*$first: corrupt" "$work/skip.log" &&
+  grep -q '"event":"skipped_record"' "$work/run-skip/metrics.jsonl" &&
+  grep '"event":"epoch"' "$work/run-skip/metrics.jsonl" | grep -q '"skipped_records":[1-9]' && pass ||
+  { fail "skip: the bad record skipped and reported"; tail -3 "$work/skip.log"; }
 sed -i '3s|^[^ ]*|train/no-such.png|' "$work/b/list/val.txt"
 cp "$work/fm/png/$first" "$work/b/png/$first"
 bad missing_file "list/val.txt:3: no such image file: .*train/no-such.png" "$work/list_solver.prototxt" --data "$work/b"

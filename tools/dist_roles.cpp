@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "data/batch_stream.h"
+#include "data/skip_log.h"
 #include "dist/easgd.h"
 #include "dist/gossip.h"
 #include "dist/learner.h"
@@ -76,6 +77,16 @@ std::function<dist::SilentPeer()> silent_peer(dist::Heartbeat& heartbeat, int si
 
 // A resumed run's metrics: epoch lines after the checkpoint's epoch are dropped (the run computes
 // them again); returns the last epoch logged.
+// A learner's records skipped under --bad-image skip, named at its end (the first
+// SkipLog::kKeep) and counted.
+void report_skipped(int rank, const data::TrainTest& sets) {
+    if (!sets.skipped || sets.skipped->count() == 0) return;
+    for (const std::string& what : sets.skipped->take_fresh())
+        say("rank " + std::to_string(rank) + ": skipped a record (--bad-image skip): " + what);
+    say("rank " + std::to_string(rank) + ": " + std::to_string(sets.skipped->count()) +
+        " record(s) skipped (--bad-image skip)");
+}
+
 int64_t trim_metrics(const std::string& path, int64_t checkpoint_epoch) {
     std::ifstream in(path);
     if (!in) return 0;
@@ -202,7 +213,7 @@ void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, 
     const uint64_t position = static_cast<uint64_t>(taken) * static_cast<uint64_t>(run.batch());
     data::Prefetcher prefetch(sets.train, run.train_transform(), run.batch(),
                               s.spec.seed * 7919 + static_cast<uint64_t>(stream), position, binding.helper_thread,
-                              o.data.decode_threads);
+                              o.data.decode_threads, sets.skipped.get());
     nn::ParamStore& params = run.params();
     if (protocol.elastic()) {
         // A resumed learner starts from the centre (its first pull), with fresh momentum.
@@ -235,6 +246,7 @@ void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, 
     lc.log = say;
     training_starts(t, s);
     dist::run_learner(t, lc, work);
+    report_skipped(rank, sets);
 }
 
 void run_relay_role(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
@@ -423,7 +435,7 @@ int run_allreduce_role(const DistOptions& o, const Setup& s, dist::Transport& t,
     data::Prefetcher prefetch(sets.train, run.train_transform(), run.batch(),
                               s.spec.seed * 7919 + static_cast<uint64_t>(rank),
                               static_cast<uint64_t>(resumed) * static_cast<uint64_t>(run.batch()), binding.helper_thread,
-                              o.data.decode_threads);
+                              o.data.decode_threads, sets.skipped.get());
     nn::ParamStore& params = run.params();
     dist::AllreduceWork work;
     work.param_floats = params.size();
@@ -514,7 +526,7 @@ int run_gossip_role(const DistOptions& o, const Setup& s, dist::Transport& t, di
     data::Prefetcher prefetch(sets.train, run.train_transform(), run.batch(),
                               s.spec.seed * 7919 + static_cast<uint64_t>(rank),
                               static_cast<uint64_t>(before) * static_cast<uint64_t>(run.batch()), binding.helper_thread,
-                              o.data.decode_threads);
+                              o.data.decode_threads, sets.skipped.get());
     nn::ParamStore& params = run.params();
     const dist::LocalSgdWork work = local_sgd_work(run, prefetch, straggle, before);
     dist::GossipConfig c;

@@ -36,6 +36,11 @@ void add_data_options(CLI::App* cmd, rudra::tools::DataOptions& d) {
                     "the mean image to subtract: a Caffe mean file (binaryproto, as `rudra mean` or compute_image_mean "
                     "writes it) in place of the Data layers' mean_file, or 'compute' for the per-pixel mean of the "
                     "training set");
+    cmd->add_option("--bad-image", d.bad_image,
+                    "a record that cannot be read (a corrupt image, a Datum of the wrong size, a label outside the "
+                    "net's classes): stop the run, or skip it (each skipped record is counted and logged)")
+        ->check(CLI::IsMember({"stop", "skip"}))
+        ->capture_default_str();
     cmd->add_option("--decode-threads", d.decode_threads,
                     "threads that read, decode and transform each training batch ahead of the computation (for "
                     "image files and LMDBs), placed on the I/O thread's CPUs")

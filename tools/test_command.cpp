@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "data/skip_log.h"
 #include "nn/snapshot.h"
 #include "session/metrics_log.h"
 #include "session/training_session.h"
@@ -23,6 +24,11 @@ int run_test(const TestOptions& o) {
     std::printf("snapshot %s (iteration %llu): test_accuracy %.4f test_loss %.4f%s over %lld images\n",
                 o.snapshot.c_str(), static_cast<unsigned long long>(s.iteration), r.accuracy, r.loss,
                 session::top5_text(r).c_str(), static_cast<long long>(r.images));
+    if (sets.skipped && sets.skipped->count() > 0) {
+        for (const std::string& what : sets.skipped->take_fresh())
+            std::fprintf(stderr, "rudra test: skipped a record (--bad-image skip): %s\n", what.c_str());
+        std::printf("%lld record(s) skipped (--bad-image skip): not counted\n", static_cast<long long>(sets.skipped->count()));
+    }
     for (const auto& l : r.layers)
         std::printf("Accuracy layer '%s' (top_k %d): %.4f\n", l.name.c_str(), l.top_k, l.accuracy);
     return 0;

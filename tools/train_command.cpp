@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "data/batch_stream.h"
+#include "data/skip_log.h"
 #include "kernels/gemm.h"
 #include "session/metrics_log.h"
 #include "session/run_folder.h"
@@ -22,6 +23,16 @@
 
 namespace rudra::tools {
 namespace {
+
+// Records skipped under --bad-image skip since the last call: each named on stderr and in the
+// metrics log (the first SkipLog::kKeep of the run; the count goes on every epoch line).
+void report_skipped(const data::TrainTest& sets, session::MetricsLog& log) {
+    if (!sets.skipped) return;
+    for (const std::string& what : sets.skipped->take_fresh()) {
+        std::fprintf(stderr, "rudra train: skipped a record (--bad-image skip): %s\n", what.c_str());
+        log.write({{"event", "skipped_record"}, {"what", what}});
+    }
+}
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -113,7 +124,7 @@ int run_train(const TrainOptions& o) {
 
     ProgressBar bar(isatty(STDERR_FILENO) != 0);
     data::Prefetcher prefetch(sets.train, run.train_transform(), batch, data_seed, position, binding.helper_thread,
-                              o.data.decode_threads);
+                              o.data.decode_threads, sets.skipped.get());
 
     const auto t_start = Clock::now();
     double compute_s_epoch = 0.0, loss_sum_epoch = 0.0, loss_sum_display = 0.0;
@@ -176,10 +187,12 @@ int run_train(const TrainOptions& o) {
                         epoch_now, total_epochs, train_loss, r.accuracy, r.loss, session::top5_text(r).c_str(), ips,
                         format_duration(seconds_since(t_start)).c_str());
             std::fflush(stdout);
+            report_skipped(sets, log);
             nlohmann::ordered_json line{{"event", "epoch"},      {"epoch", std::round(epoch_now * 1000) / 1000},
                                         {"iteration", iter},     {"train_loss", train_loss},
                                         {"test_accuracy", r.accuracy}, {"test_loss", r.loss}};
             session::add_accuracies(line, r);
+            if (sets.skipped) line["skipped_records"] = sets.skipped->count();
             line["images_per_s"] = ips;
             line["elapsed_s"] = seconds_since(t_start);
             line["lr"] = run.solver().rate(iter - 1);
