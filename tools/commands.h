@@ -132,6 +132,15 @@ struct MeanOptions {
     int new_height = 0, new_width = 0;
 };
 int run_mean(const MeanOptions& o);
+// `rudra input`: the input pipeline alone (read, decode, crop, mirror, mean), in images/s.
+struct InputOptions {
+    std::string input, root;
+    bool gray = false, mirror = false;
+    int new_height = 0, new_width = 0, crop = 0, batch = 128, batches = 20, decode_threads = 1;
+    float scale = 1.0f;
+    std::vector<float> mean_values;
+};
+int run_input(const InputOptions& o);
 
 // `rudra checkpoint`: a distributed run's checkpoint, described.
 struct CheckpointOptions {

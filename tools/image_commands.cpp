@@ -1,11 +1,13 @@
 // `rudra convert` (Caffe's convert_imageset) and `rudra mean` (compute_image_mean): the inputs
 // people bring, made into what the Data layer and its transform_param read.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <random>
 #include <stdexcept>
 
+#include "data/batch_stream.h"
 #include "data/datum.h"
 #include "data/image_decode.h"
 #include "data/lmdb_writer.h"
@@ -142,6 +144,34 @@ int run_mean(const MeanOptions& o) {
         std::printf(" %.3f", s / static_cast<double>(plane));
     }
     std::printf("\n");
+    return 0;
+}
+
+int run_input(const InputOptions& o) {
+    data::ImageOptions io;
+    io.channels = o.gray ? 1 : 0;
+    io.new_height = o.new_height;
+    io.new_width = o.new_width;
+    const data::Dataset d = open_any(o.input, o.root, io);
+    data::Transform t;
+    t.crop = o.crop;
+    t.mirror = o.mirror;
+    t.scale = o.scale;
+    t.mean = o.mean_values;
+    if (o.crop > d.height || o.crop > d.width)
+        throw std::runtime_error("--crop " + std::to_string(o.crop) + " exceeds the images' " + std::to_string(d.width) +
+                                 "x" + std::to_string(d.height));
+    data::Prefetcher stream(d, t, o.batch, 1, 0, {}, o.decode_threads);
+    stream.next();  // the first batch: started before the clock
+    const auto start = std::chrono::steady_clock::now();
+    double checksum = 0;
+    for (int b = 0; b < o.batches; ++b) checksum += stream.next().data[0];
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double ips = o.batches * static_cast<double>(o.batch) / s;
+    std::printf("input: %d batches of %d from %s (%d x %d x %d, crop %d%s): %.1f images/s with %d decode thread(s), "
+                "%.1f per thread (checksum %.3g)\n",
+                o.batches, o.batch, o.input.c_str(), d.channels, d.height, d.width, o.crop, o.mirror ? ", mirror" : "",
+                ips, o.decode_threads, ips / o.decode_threads, checksum);
     return 0;
 }
 

@@ -161,6 +161,26 @@ int main(int argc, char** argv) {
     mn->add_option("--resize-height", mean.new_height, "resize images to this height first")->check(CLI::Range(1, 1 << 15));
     mn->add_option("--resize-width", mean.new_width, "resize images to this width first")->check(CLI::Range(1, 1 << 15));
 
+    rudra::tools::InputOptions input;
+    auto* in = app.add_subcommand("input", "the input pipeline alone: read, decode, resize, crop, mirror and mean-subtract "
+                                           "batches of a set with the decode threads, in images/s");
+    in->add_option("input", input.input, "an LMDB, a folder of class folders, a folder of IDX or CIFAR-10 files, or a list")
+        ->required()
+        ->check(CLI::ExistingPath);
+    in->add_option("--root", input.root, "a list's root folder");
+    in->add_flag("--gray", input.gray, "read images as one grey channel");
+    in->add_option("--resize-height", input.new_height, "resize images to this height")->check(CLI::Range(1, 1 << 15));
+    in->add_option("--resize-width", input.new_width, "resize images to this width")->check(CLI::Range(1, 1 << 15));
+    in->add_option("--crop", input.crop, "random crop of this size (0: none)")->check(CLI::Range(0, 1 << 15));
+    in->add_flag("--mirror", input.mirror, "random mirror");
+    in->add_option("--mean-value", input.mean_values, "per-channel mean to subtract (B,G,R)")->delimiter(',');
+    in->add_option("--scale", input.scale, "scale after the mean")->capture_default_str();
+    in->add_option("--batch", input.batch, "images per batch")->check(checks::kPositiveInt)->capture_default_str();
+    in->add_option("--batches", input.batches, "batches timed")->check(checks::kPositiveInt)->capture_default_str();
+    in->add_option("--decode-threads", input.decode_threads, "threads that read and decode")
+        ->check(CLI::Range(1, 256))
+        ->capture_default_str();
+
     rudra::tools::BenchOptions bench;
     auto* b = app.add_subcommand("bench", "kernel throughput: own SGEMM and convolutions against BLIS, oneDNN and "
                                           "OpenBLAS, side by side, in GFLOP/s and % of the measured peak");
@@ -341,6 +361,11 @@ int main(int argc, char** argv) {
         if (*m) return rudra::tools::run_time(time);
         if (*b) return rudra::tools::run_bench(bench);
         if (*i) return rudra::tools::run_info(info);
+        if (*in) {
+            if ((input.new_height > 0) != (input.new_width > 0))
+                throw std::runtime_error("give --resize-height and --resize-width together");
+            return rudra::tools::run_input(input);
+        }
         if (*cv || *mn) {
             for (const auto& [h, w] : {std::pair{convert.new_height, convert.new_width}, std::pair{mean.new_height, mean.new_width}})
                 if ((h > 0) != (w > 0))
