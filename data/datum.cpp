@@ -3,83 +3,23 @@
 #include <cstring>
 
 #include "data/dataset.h"
+#include "data/proto_wire.h"
 
 namespace rudra::data {
 namespace {
 
-class ProtoReader {
-public:
-    ProtoReader(const uint8_t* b, size_t n, const std::string& what) : b_(b), n_(n), what_(what) {}
-    bool done() const { return at_ >= n_; }
-    uint64_t varint() {
-        uint64_t v = 0;
-        for (int shift = 0; shift < 64; shift += 7) {
-            if (at_ >= n_) fail("a varint runs past the end of the record");
-            const uint8_t byte = b_[at_++];
-            v |= static_cast<uint64_t>(byte & 0x7f) << shift;
-            if (!(byte & 0x80)) return v;
-        }
-        fail("a varint longer than 10 bytes");
-    }
-    const uint8_t* bytes(size_t& len) {
-        const uint64_t l = varint();
-        if (l > n_ - at_)
-            fail("a field of " + std::to_string(l) + " bytes where " + std::to_string(n_ - at_) + " remain");
-        len = static_cast<size_t>(l);
-        const uint8_t* p = b_ + at_;
-        at_ += len;
-        return p;
-    }
-    float fixed32() {
-        if (n_ - at_ < 4) fail("a 4-byte value runs past the end of the record");
-        float f;
-        std::memcpy(&f, b_ + at_, 4);
-        at_ += 4;
-        return f;
-    }
-    void skip(int wire) {
-        size_t len;
-        switch (wire) {
-            case 0: varint(); break;
-            case 1:
-                if (n_ - at_ < 8) fail("an 8-byte value runs past the end of the record");
-                at_ += 8;
-                break;
-            case 2: bytes(len); break;
-            case 5: fixed32(); break;
-            default: fail("wire type " + std::to_string(wire) + " (not a protobuf Datum)");
-        }
-    }
-    [[noreturn]] void fail(const std::string& why) const {
-        throw DataError(what_ + ": not a Caffe Datum: " + why + " (at byte " + std::to_string(at_) + " of " +
-                        std::to_string(n_) + ")");
-    }
-
-private:
-    const uint8_t* b_;
-    size_t n_, at_ = 0;
-    const std::string& what_;
-};
-
-int64_t as_int32(ProtoReader& r, uint64_t v, const char* field) {
+int64_t as_int32(ProtoWire& r, uint64_t v, const char* field) {
     // int32 fields: negatives are sign-extended to 10 bytes.
     const auto s = static_cast<int64_t>(v);
     if (s < INT32_MIN || s > INT32_MAX) r.fail(std::string(field) + " " + std::to_string(s) + " is not an int32");
     return s;
 }
 
-void put_varint(std::vector<uint8_t>& out, uint64_t v) {
-    while (v >= 0x80) {
-        out.push_back(static_cast<uint8_t>(v | 0x80));
-        v >>= 7;
-    }
-    out.push_back(static_cast<uint8_t>(v));
-}
-
 }  // namespace
 
 Datum parse_datum(const uint8_t* bytes, size_t size, const std::string& what) {
-    ProtoReader r(bytes, size, what);
+    const std::string prefix = what + ": not a Caffe Datum";
+    ProtoWire r(bytes, size, prefix);
     Datum d;
     while (!r.done()) {
         const uint64_t key = r.varint();
@@ -94,19 +34,22 @@ Datum parse_datum(const uint8_t* bytes, size_t size, const std::string& what) {
             case 1: want(0); d.channels = as_int32(r, r.varint(), "channels"); break;
             case 2: want(0); d.height = as_int32(r, r.varint(), "height"); break;
             case 3: want(0); d.width = as_int32(r, r.varint(), "width"); break;
-            case 4: want(2); d.data = r.bytes(d.data_size); break;
+            case 4: {
+                want(2);
+                const ProtoWire field = r.sub();
+                d.data = field.data();
+                d.data_size = field.remaining();
+                break;
+            }
             case 5: want(0); d.label = as_int32(r, r.varint(), "label"); break;
             case 6:
                 if (wire == 5) {
-                    d.float_data.push_back(r.fixed32());
+                    d.float_data.push_back(r.fixed<float>());
                 } else {
                     want(2);  // packed
-                    size_t len;
-                    const uint8_t* p = r.bytes(len);
-                    if (len % 4) r.fail("packed float_data of " + std::to_string(len) + " bytes");
-                    const size_t at = d.float_data.size();
-                    d.float_data.resize(at + len / 4);
-                    std::memcpy(d.float_data.data() + at, p, len);
+                    ProtoWire packed = r.sub();
+                    if (packed.remaining() % 4) r.fail("packed float_data of " + std::to_string(packed.remaining()) + " bytes");
+                    while (!packed.done()) d.float_data.push_back(packed.fixed<float>());
                 }
                 break;
             case 7: want(0); d.encoded = r.varint() != 0; break;
@@ -139,7 +82,7 @@ Datum parse_datum(const uint8_t* bytes, size_t size, const std::string& what) {
 
 std::vector<uint8_t> encode_datum(int channels, int height, int width, const uint8_t* data, size_t data_size,
                                   int label, bool encoded) {
-    std::vector<uint8_t> out;
+    std::string out;
     auto int_field = [&](int field, int64_t v) {
         put_varint(out, static_cast<uint64_t>(field) << 3);
         put_varint(out, static_cast<uint64_t>(v));
@@ -149,10 +92,10 @@ std::vector<uint8_t> encode_datum(int channels, int height, int width, const uin
     int_field(3, width);
     put_varint(out, (4u << 3) | 2);
     put_varint(out, data_size);
-    out.insert(out.end(), data, data + data_size);
+    out.append(reinterpret_cast<const char*>(data), data_size);
     int_field(5, label);
     if (encoded) int_field(7, 1);
-    return out;
+    return std::vector<uint8_t>(out.begin(), out.end());
 }
 
 }  // namespace rudra::data

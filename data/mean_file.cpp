@@ -5,64 +5,15 @@
 #include <iterator>
 
 #include "data/dataset.h"
+#include "data/proto_wire.h"
 
 namespace rudra::data {
 namespace {
 
-// The few protobuf wire-format reads a BlobProto needs, each checked against the bytes left.
-class Wire {
-public:
-    Wire(const uint8_t* b, size_t n, const std::string& what) : b_(b), n_(n), what_(what) {}
-    bool done() const { return at_ >= n_; }
-    uint64_t varint() {
-        uint64_t v = 0;
-        for (int shift = 0; shift < 64; shift += 7) {
-            if (at_ >= n_) fail("a varint runs past the end");
-            const uint8_t byte = b_[at_++];
-            v |= static_cast<uint64_t>(byte & 0x7f) << shift;
-            if (!(byte & 0x80)) return v;
-        }
-        fail("a varint longer than 10 bytes");
-    }
-    Wire sub() {
-        const uint64_t len = varint();
-        if (len > n_ - at_) fail("a field of " + std::to_string(len) + " bytes where " + std::to_string(n_ - at_) + " remain");
-        Wire w(b_ + at_, static_cast<size_t>(len), what_);
-        at_ += static_cast<size_t>(len);
-        return w;
-    }
-    template <class T>
-    T fixed() {
-        if (n_ - at_ < sizeof(T)) fail("a value runs past the end");
-        T v;
-        std::memcpy(&v, b_ + at_, sizeof(T));
-        at_ += sizeof(T);
-        return v;
-    }
-    void skip(int wire) {
-        switch (wire) {
-            case 0: varint(); break;
-            case 1: fixed<uint64_t>(); break;
-            case 2: sub(); break;
-            case 5: fixed<uint32_t>(); break;
-            default: fail("wire type " + std::to_string(wire));
-        }
-    }
-    size_t remaining() const { return n_ - at_; }
-    [[noreturn]] void fail(const std::string& why) const {
-        throw DataError(what_ + ": not a Caffe mean file (BlobProto): " + why);
-    }
-
-private:
-    const uint8_t* b_;
-    size_t n_, at_ = 0;
-    const std::string& what_;
-};
-
 template <class T>
-void read_reals(Wire& w, int wire, std::vector<float>& out) {
+void read_reals(ProtoWire& w, int wire, std::vector<float>& out) {
     if (wire == 2) {
-        Wire p = w.sub();
+        ProtoWire p = w.sub();
         if (p.remaining() % sizeof(T)) p.fail("packed values of " + std::to_string(p.remaining()) + " bytes");
         while (!p.done()) out.push_back(static_cast<float>(p.fixed<T>()));
     } else if (wire == (sizeof(T) == 4 ? 5 : 1)) {
@@ -72,18 +23,11 @@ void read_reals(Wire& w, int wire, std::vector<float>& out) {
     }
 }
 
-void put_varint(std::vector<uint8_t>& out, uint64_t v) {
-    while (v >= 0x80) {
-        out.push_back(static_cast<uint8_t>(v | 0x80));
-        v >>= 7;
-    }
-    out.push_back(static_cast<uint8_t>(v));
-}
-
 }  // namespace
 
 MeanImage parse_mean_blob(const uint8_t* bytes, size_t size, const std::string& what) {
-    Wire w(bytes, size, what);
+    const std::string prefix = what + ": not a Caffe mean file (BlobProto)";
+    ProtoWire w(bytes, size, prefix);
     int64_t legacy[4] = {0, 0, 0, 0};  // num, channels, height, width
     std::vector<int64_t> shape;
     std::vector<float> values;
@@ -94,11 +38,11 @@ MeanImage parse_mean_blob(const uint8_t* bytes, size_t size, const std::string& 
         if (field >= 1 && field <= 4 && wire == 0) {
             legacy[field - 1] = static_cast<int64_t>(w.varint());
         } else if (field == 7 && wire == 2) {
-            Wire s = w.sub();
+            ProtoWire s = w.sub();
             while (!s.done()) {
                 const uint64_t k = s.varint();
                 if ((k >> 3) == 1 && (k & 7) == 2) {
-                    Wire dims = s.sub();
+                    ProtoWire dims = s.sub();
                     while (!dims.done()) shape.push_back(static_cast<int64_t>(dims.varint()));
                 } else if ((k >> 3) == 1 && (k & 7) == 0) {
                     shape.push_back(static_cast<int64_t>(s.varint()));
@@ -146,7 +90,7 @@ MeanImage read_mean_file(const std::string& path) {
 }
 
 std::vector<uint8_t> encode_mean_blob(const MeanImage& m) {
-    std::vector<uint8_t> out;
+    std::string out;
     const int dims[4] = {1, m.channels, m.height, m.width};
     for (int f = 1; f <= 4; ++f) {
         put_varint(out, static_cast<uint64_t>(f) << 3);
@@ -154,9 +98,8 @@ std::vector<uint8_t> encode_mean_blob(const MeanImage& m) {
     }
     put_varint(out, (5u << 3) | 2);
     put_varint(out, m.values.size() * 4);
-    const auto* p = reinterpret_cast<const uint8_t*>(m.values.data());
-    out.insert(out.end(), p, p + m.values.size() * 4);
-    return out;
+    out.append(reinterpret_cast<const char*>(m.values.data()), m.values.size() * 4);
+    return std::vector<uint8_t>(out.begin(), out.end());
 }
 
 }  // namespace rudra::data

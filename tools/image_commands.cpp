@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <stdexcept>
 
@@ -51,9 +52,19 @@ data::Dataset open_any(const std::string& input, const std::string& root, const 
     return data::open_image_list(input, root, io);
 }
 
+data::ImageOptions image_options(bool gray, int new_height, int new_width) {
+    if ((new_height > 0) != (new_width > 0)) throw std::runtime_error("give --resize-height and --resize-width together");
+    data::ImageOptions io;
+    io.channels = gray ? 1 : 0;
+    io.new_height = new_height;
+    io.new_width = new_width;
+    return io;
+}
+
 }  // namespace
 
 int run_convert(const ConvertOptions& o) {
+    image_options(o.gray, o.new_height, o.new_width);  // checks the resize
     int classes = 0;
     std::vector<data::LabelledFile> files = fs::is_directory(o.input)
                                                 ? data::find_class_folder_files(o.input, classes)
@@ -111,11 +122,7 @@ int run_convert(const ConvertOptions& o) {
 }
 
 int run_mean(const MeanOptions& o) {
-    data::ImageOptions io;
-    io.channels = o.gray ? 1 : 0;
-    io.new_height = o.new_height;
-    io.new_width = o.new_width;
-    const data::Dataset d = open_any(o.input, o.root, io);
+    const data::Dataset d = open_any(o.input, o.root, image_options(o.gray, o.new_height, o.new_width));
     nn::check_can_write(o.output, "the mean file");
     const int64_t per = d.sample_bytes();
     std::vector<double> sum(static_cast<size_t>(per), 0.0);
@@ -148,11 +155,7 @@ int run_mean(const MeanOptions& o) {
 }
 
 int run_input(const InputOptions& o) {
-    data::ImageOptions io;
-    io.channels = o.gray ? 1 : 0;
-    io.new_height = o.new_height;
-    io.new_width = o.new_width;
-    const data::Dataset d = open_any(o.input, o.root, io);
+    const data::Dataset d = open_any(o.input, o.root, image_options(o.gray, o.new_height, o.new_width));
     data::Transform t;
     t.crop = o.crop;
     t.mirror = o.mirror;
@@ -172,6 +175,15 @@ int run_input(const InputOptions& o) {
                 "%.1f per thread (checksum %.3g)\n",
                 o.batches, o.batch, o.input.c_str(), d.channels, d.height, d.width, o.crop, o.mirror ? ", mirror" : "",
                 ips, o.decode_threads, ips / o.decode_threads, checksum);
+    // Private memory (what grows with a set held in memory) apart from mapped file pages (an
+    // LMDB's, which the kernel may drop and the node's processes share).
+    std::ifstream status("/proc/self/status");
+    std::string line, memory;
+    while (std::getline(status, line))
+        if (line.rfind("VmHWM:", 0) == 0 || line.rfind("RssAnon:", 0) == 0 || line.rfind("RssFile:", 0) == 0)
+            memory += (memory.empty() ? "" : ", ") + line.substr(0, line.find(':')) + " " +
+                      std::to_string(std::stoll(line.substr(line.find(':') + 1)) / 1024) + " MiB";
+    std::printf("input: memory: %s\n", memory.c_str());
     return 0;
 }
 

@@ -48,6 +48,13 @@ void add_data_options(CLI::App* cmd, rudra::tools::DataOptions& d) {
         ->capture_default_str();
 }
 
+void add_resize_options(CLI::App* cmd, int& height, int& width) {
+    cmd->add_option("--resize-height", height, "resize every image to this height (with --resize-width)")
+        ->check(CLI::Range(1, 1 << 15));
+    cmd->add_option("--resize-width", width, "resize every image to this width (with --resize-height)")
+        ->check(CLI::Range(1, 1 << 15));
+}
+
 void add_kernel_options(CLI::App* cmd, rudra::nn::KernelOptions& k) {
     cmd->add_option("--conv-backend", k.conv,
                     "convolution backend: own, blis, onednn, reference or auto (measure each layer once, cached), "
@@ -140,10 +147,7 @@ int main(int argc, char** argv) {
     cv->add_option("--root", convert.root, "the list's root folder, prepended to its paths as written");
     cv->add_flag("--gray", convert.gray, "store one grey channel (default: B, G, R)");
     cv->add_flag("--encoded", convert.encoded, "store the image files' bytes (JPEG, PNG) instead of pixels");
-    cv->add_option("--resize-height", convert.new_height, "resize every image to this height (with --resize-width)")
-        ->check(CLI::Range(1, 1 << 15));
-    cv->add_option("--resize-width", convert.new_width, "resize every image to this width (with --resize-height)")
-        ->check(CLI::Range(1, 1 << 15));
+    add_resize_options(cv, convert.new_height, convert.new_width);
     cv->add_flag("--shuffle", convert.shuffle, "store the images in a random order (seeded by --seed)");
     cv->add_option("--seed", convert.seed, "seed of --shuffle")->capture_default_str();
 
@@ -158,8 +162,7 @@ int main(int argc, char** argv) {
     mn->add_option("output", mean.output, "the mean file to write")->required();
     mn->add_option("--root", mean.root, "a list's root folder");
     mn->add_flag("--gray", mean.gray, "read images as one grey channel");
-    mn->add_option("--resize-height", mean.new_height, "resize images to this height first")->check(CLI::Range(1, 1 << 15));
-    mn->add_option("--resize-width", mean.new_width, "resize images to this width first")->check(CLI::Range(1, 1 << 15));
+    add_resize_options(mn, mean.new_height, mean.new_width);
 
     rudra::tools::InputOptions input;
     auto* in = app.add_subcommand("input", "the input pipeline alone: read, decode, resize, crop, mirror and mean-subtract "
@@ -169,8 +172,7 @@ int main(int argc, char** argv) {
         ->check(CLI::ExistingPath);
     in->add_option("--root", input.root, "a list's root folder");
     in->add_flag("--gray", input.gray, "read images as one grey channel");
-    in->add_option("--resize-height", input.new_height, "resize images to this height")->check(CLI::Range(1, 1 << 15));
-    in->add_option("--resize-width", input.new_width, "resize images to this width")->check(CLI::Range(1, 1 << 15));
+    add_resize_options(in, input.new_height, input.new_width);
     in->add_option("--crop", input.crop, "random crop of this size (0: none)")->check(CLI::Range(0, 1 << 15));
     in->add_flag("--mirror", input.mirror, "random mirror");
     in->add_option("--mean-value", input.mean_values, "per-channel mean to subtract (B,G,R)")->delimiter(',');
@@ -361,17 +363,9 @@ int main(int argc, char** argv) {
         if (*m) return rudra::tools::run_time(time);
         if (*b) return rudra::tools::run_bench(bench);
         if (*i) return rudra::tools::run_info(info);
-        if (*in) {
-            if ((input.new_height > 0) != (input.new_width > 0))
-                throw std::runtime_error("give --resize-height and --resize-width together");
-            return rudra::tools::run_input(input);
-        }
-        if (*cv || *mn) {
-            for (const auto& [h, w] : {std::pair{convert.new_height, convert.new_width}, std::pair{mean.new_height, mean.new_width}})
-                if ((h > 0) != (w > 0))
-                    throw std::runtime_error("give --resize-height and --resize-width together");
-            return *cv ? rudra::tools::run_convert(convert) : rudra::tools::run_mean(mean);
-        }
+        if (*in) return rudra::tools::run_input(input);
+        if (*cv) return rudra::tools::run_convert(convert);
+        if (*mn) return rudra::tools::run_mean(mean);
 #ifdef RUDRA_HAVE_MPI
         if (*d) {
             for (const CLI::Option* opt : d->get_options())
