@@ -41,7 +41,7 @@ std::thread stats_server_thread(InProcessHub& hub, int learners, size_t floats, 
         sc.learners = learners;
         sc.param_floats = floats;
         sc.protocol = protocol;
-        run_stats_server(t, sc, [](const float*) { return TestResult{0.5, 1.0}; }, [&](const nlohmann::ordered_json& line) {
+        run_stats_server(t, sc, [](const float*) { return TestResult{0.5, 1.0, -1.0, {}}; }, [&](const nlohmann::ordered_json& line) {
             if (line.value("event", "") == "epoch") on_line(line);
         });
     });
@@ -313,7 +313,7 @@ TEST_CASE("easgd: learners stepping on 0.5 |w - 3|^2 pull the centre to the opti
         sc.learners = lambda;
         sc.param_floats = floats;
         sc.protocol = "easgd";
-        run_stats_server(t, sc, [](const float*) { return TestResult{0.5, 1.0}; },
+        run_stats_server(t, sc, [](const float*) { return TestResult{0.5, 1.0, -1.0, {}}; },
                          [&](const nlohmann::ordered_json& line) { lines.push_back(line.dump()); });
     });
     InProcessTransport t(hub, 0);

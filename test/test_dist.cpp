@@ -190,7 +190,7 @@ SystemResult run_system(const Protocol& proto, int lambda, bool overlap, nn::Par
         sc.param_floats = params.size();
         sc.protocol = proto.name();
         run_stats_server(
-            t, sc, [](const float*) { return TestResult{0.5, 1.0}; },
+            t, sc, [](const float*) { return TestResult{0.5, 1.0, -1.0, {}}; },
             [&](const nlohmann::ordered_json& line) {
                 if (line.value("event", "") == "traffic") out.traffic = line;
                 else out.epoch_lines.push_back(line.dump());

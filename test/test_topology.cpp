@@ -250,7 +250,7 @@ TreeResult run_tree(const RankLayout& layout, const Protocol& proto, bool overla
         sc.param_floats = floats;
         sc.protocol = proto.name();
         run_stats_server(
-            t, sc, [](const float*) { return TestResult{0.5, 1.0}; },
+            t, sc, [](const float*) { return TestResult{0.5, 1.0, -1.0, {}}; },
             [&](const nlohmann::ordered_json& line) {
                 if (line.value("event", "") == "traffic") out.traffic = line;
                 else out.epochs.push_back(line);
