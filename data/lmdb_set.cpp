@@ -27,19 +27,17 @@ void check(int rc, const std::string& path, const char* call) {
 class LmdbReader final : public SampleReader {
 public:
     LmdbReader(const std::string& path, const ImageOptions& o) : path_(path), options_(o) {
-        check(mdb_env_create(&env_), path, "mdb_env_create");
+        MDB_env* env = nullptr;
+        check(mdb_env_create(&env), path, "mdb_env_create");
+        env_.reset(env);  // closed however the constructor ends
         // Read-only and without the lock file: the set is not written while it is read, and its
         // folder may be read-only (a shared file system). No read-ahead: samples are drawn at
         // random.
         const unsigned flags = MDB_RDONLY | MDB_NOLOCK | MDB_NOTLS | MDB_NORDAHEAD |
                                (fs::is_directory(path) ? 0u : static_cast<unsigned>(MDB_NOSUBDIR));
-        const int rc = mdb_env_open(env_, path.c_str(), flags, 0444);
-        if (rc != MDB_SUCCESS) {
-            mdb_env_close(env_);
-            env_ = nullptr;
-            throw DataError(path + ": not a readable LMDB (" + mdb_strerror(rc) + ")");
-        }
-        Txn txn(env_, path);
+        const int rc = mdb_env_open(env_.get(), path.c_str(), flags, 0444);
+        if (rc != MDB_SUCCESS) throw DataError(path + ": not a readable LMDB (" + mdb_strerror(rc) + ")");
+        Txn txn(env_.get(), path);
         check(mdb_dbi_open(txn.t, nullptr, 0, &dbi_), path, "mdb_dbi_open");
         MDB_cursor* cur = nullptr;
         check(mdb_cursor_open(txn.t, dbi_, &cur), path, "mdb_cursor_open");
@@ -69,15 +67,12 @@ public:
             shape_.width = static_cast<int>(d.width);
         }
     }
-    ~LmdbReader() override {
-        if (env_) mdb_env_close(env_);
-    }
 
     int64_t count() const { return count_; }
     const SetShape& shape() const { return shape_; }
 
     int read(int64_t i, uint8_t* out) const override {
-        Txn txn(env_, path_);
+        Txn txn(env_.get(), path_);
         MDB_cursor* cur = nullptr;
         check(mdb_cursor_open(txn.t, dbi_, &cur), path_, "mdb_cursor_open");
         std::unique_ptr<MDB_cursor, void (*)(MDB_cursor*)> closing(cur, mdb_cursor_close);
@@ -129,7 +124,7 @@ private:
 
     std::string path_;
     ImageOptions options_;
-    MDB_env* env_ = nullptr;
+    std::unique_ptr<MDB_env, void (*)(MDB_env*)> env_{nullptr, mdb_env_close};
     MDB_dbi dbi_ = 0;
     int64_t count_ = 0;
     std::string keys_;             // every kKeyStride-th key, one after another

@@ -22,17 +22,20 @@ LmdbWriter::LmdbWriter(const std::string& dir) : dir_(dir) {
         std::filesystem::create_directories(parent, ec);
     if (!std::filesystem::create_directory(dir, ec)) throw DataError(dir + ": cannot create the folder: " + ec.message());
     check(mdb_env_create(&env_), dir, "mdb_env_create");
-    check(mdb_env_set_mapsize(env_, size_t{1} << 40), dir, "mdb_env_set_mapsize");
-    const int rc = mdb_env_open(env_, dir.c_str(), 0, 0664);
-    if (rc != MDB_SUCCESS) {
+    try {
+        check(mdb_env_set_mapsize(env_, size_t{1} << 40), dir, "mdb_env_set_mapsize");
+        const int rc = mdb_env_open(env_, dir.c_str(), 0, 0664);
+        if (rc != MDB_SUCCESS) throw DataError(dir + ": cannot create the LMDB: " + mdb_strerror(rc));
+        begin();
+        MDB_dbi dbi;
+        check(mdb_dbi_open(txn_, nullptr, 0, &dbi), dir, "mdb_dbi_open");
+        dbi_ = dbi;
+    } catch (...) {
+        // The destructor does not run for a constructor that throws.
+        if (txn_) mdb_txn_abort(txn_);
         mdb_env_close(env_);
-        env_ = nullptr;
-        throw DataError(dir + ": cannot create the LMDB: " + mdb_strerror(rc));
+        throw;
     }
-    begin();
-    MDB_dbi dbi;
-    check(mdb_dbi_open(txn_, nullptr, 0, &dbi), dir, "mdb_dbi_open");
-    dbi_ = dbi;
 }
 
 LmdbWriter::~LmdbWriter() {
