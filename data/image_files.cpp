@@ -23,20 +23,26 @@ std::vector<uint8_t> read_file(const std::string& path, const std::string& what)
     return b;
 }
 
-// Files and their labels; the file names share one string, so that a million of them cost
-// their characters and an offset each.
+// Files and their labels; the file names share one string under one base path, so that a
+// million of them cost their own characters and an offset each.
 class FileListReader final : public SampleReader {
 public:
-    FileListReader(std::string source, SetShape shape) : source_(std::move(source)), shape_(shape) {}
-    void add(const std::string& path, int label, int64_t line) {
+    FileListReader(std::string source, std::string base) : source_(std::move(source)), base_(std::move(base)) {}
+    void add(const LabelledFile& f) {
         at_.push_back(names_.size());
-        names_ += path;
-        labels_.push_back(label);
-        lines_.push_back(line);
+        names_ += f.name;
+        labels_.push_back(f.label);
+        lines_.push_back(f.line);
     }
-    void finish() { at_.push_back(names_.size()); }
+    void finish() {
+        at_.push_back(names_.size());
+        at_.shrink_to_fit();
+        names_.shrink_to_fit();
+        labels_.shrink_to_fit();
+        lines_.shrink_to_fit();
+    }
     int64_t count() const { return static_cast<int64_t>(labels_.size()); }
-    std::string path(int64_t i) const { return names_.substr(at_[i], at_[i + 1] - at_[i]); }
+    std::string path(int64_t i) const { return base_ + names_.substr(at_[i], at_[i + 1] - at_[i]); }
     void set_shape(const SetShape& s) { shape_ = s; }
     const SetShape& shape() const { return shape_; }
     int max_label() const { return labels_.empty() ? -1 : *std::max_element(labels_.begin(), labels_.end()); }
@@ -52,12 +58,12 @@ public:
     }
 
 private:
-    std::string source_;
+    std::string source_, base_;
     SetShape shape_;
     std::string names_;
     std::vector<size_t> at_;
     std::vector<int32_t> labels_;
-    std::vector<int64_t> lines_;  // the list file's line of each sample (0: a class folder)
+    std::vector<int32_t> lines_;  // the list file's line of each sample (0: a class folder)
 };
 
 bool is_image_name(const fs::path& p) {
@@ -94,24 +100,21 @@ Dataset finish_set(std::shared_ptr<FileListReader> reader, const std::string& so
 
 }  // namespace
 
-std::vector<LabelledFile> read_image_list(const std::string& list_file, const std::string& root_folder) {
+void read_image_list(const std::string& list_file, const std::string& root_folder, const OnFile& on_file) {
     std::ifstream in(list_file);
     if (!in) throw DataError(list_file + ": cannot open the image list");
-    std::vector<LabelledFile> files;
-    std::string line;
+    std::string line, name;
     for (int64_t n = 1; std::getline(in, line); ++n) {
         if (!line.empty() && line.back() == '\r') line.pop_back();
         if (line.find_first_not_of(" \t") == std::string::npos) continue;
+        const std::string at = list_file + ":" + std::to_string(n) + ": ";
+        if (n > INT32_MAX) throw DataError(at + "more than 2^31 lines");
         // Caffe's rule: the label follows the last space; the path may hold spaces.
         const size_t space = line.find_last_of(" \t");
-        if (space == std::string::npos)
-            throw DataError(list_file + ":" + std::to_string(n) + ": expected 'path label', got '" + line + "'");
+        const size_t end = space == std::string::npos ? space : line.find_last_not_of(" \t", space);
+        if (end == std::string::npos) throw DataError(at + "expected 'path label', got '" + line + "'");
         const std::string label_text = line.substr(space + 1);
-        const size_t end = line.find_last_not_of(" \t", space);
-        if (end == std::string::npos)
-            throw DataError(list_file + ":" + std::to_string(n) + ": expected 'path label', got '" + line + "'");
-        LabelledFile f;
-        f.name = line.substr(0, end + 1);
+        name = line.substr(0, end + 1);
         long long label = -1;
         size_t used = 0;
         try {
@@ -120,47 +123,37 @@ std::vector<LabelledFile> read_image_list(const std::string& list_file, const st
             used = 0;
         }
         if (used != label_text.size() || label < 0 || label > INT32_MAX)
-            throw DataError(list_file + ":" + std::to_string(n) + ": label '" + label_text +
-                            "' is not a class number (0 or more)");
-        f.path = root_folder + f.name;  // Caffe joins them as written
-        if (!fs::is_regular_file(f.path))
-            throw DataError(list_file + ":" + std::to_string(n) + ": no such image file: " + f.path);
-        f.label = static_cast<int>(label);
-        f.line = n;
-        files.push_back(std::move(f));
+            throw DataError(at + "label '" + label_text + "' is not a class number (0 or more)");
+        if (!fs::is_regular_file(root_folder + name)) throw DataError(at + "no such image file: " + root_folder + name);
+        on_file(LabelledFile{name, static_cast<int>(label), n});
     }
     if (in.bad()) throw DataError(list_file + ": error reading the image list");
-    return files;
 }
 
-std::vector<LabelledFile> find_class_folder_files(const std::string& dir, int& classes) {
+int find_class_folder_files(const std::string& dir, const OnFile& on_file) {
     if (!fs::is_directory(dir)) throw DataError(dir + ": no such folder of class folders");
     std::vector<fs::path> folders;
     for (const auto& e : fs::directory_iterator(dir))
         if (e.is_directory()) folders.push_back(e.path());
     std::sort(folders.begin(), folders.end());
     if (folders.empty()) throw DataError(dir + ": no class folders (one subfolder of images per class)");
-    std::vector<LabelledFile> files;
+    std::string name;
     for (size_t c = 0; c < folders.size(); ++c) {
-        std::vector<std::string> names;
+        std::vector<std::string> files;  // one class's, sorted
         for (const auto& f : fs::directory_iterator(folders[c]))
-            if (f.is_regular_file() && is_image_name(f.path())) names.push_back(f.path().filename().string());
-        std::sort(names.begin(), names.end());
-        for (const std::string& n : names) {
-            LabelledFile f;
-            f.path = (folders[c] / n).string();
-            f.name = folders[c].filename().string() + "/" + n;
-            f.label = static_cast<int>(c);
-            files.push_back(std::move(f));
+            if (f.is_regular_file() && is_image_name(f.path())) files.push_back(f.path().filename().string());
+        std::sort(files.begin(), files.end());
+        for (const std::string& f : files) {
+            name = folders[c].filename().string() + "/" + f;
+            on_file(LabelledFile{name, static_cast<int>(c), 0});
         }
     }
-    classes = static_cast<int>(folders.size());
-    return files;
+    return static_cast<int>(folders.size());
 }
 
 Dataset open_image_list(const std::string& list_file, const std::string& root_folder, const ImageOptions& o) {
-    auto reader = std::make_shared<FileListReader>(list_file, SetShape{});
-    for (const LabelledFile& f : read_image_list(list_file, root_folder)) reader->add(f.path, f.label, f.line);
+    auto reader = std::make_shared<FileListReader>(list_file, root_folder);
+    read_image_list(list_file, root_folder, [&](const LabelledFile& f) { reader->add(f); });
     return finish_set(std::move(reader), list_file, o);
 }
 
@@ -176,9 +169,8 @@ bool is_class_folder_set(const std::string& dir) {
 }
 
 Dataset open_class_folders(const std::string& dir, const ImageOptions& o) {
-    int classes = 0;
-    auto reader = std::make_shared<FileListReader>(dir, SetShape{});
-    for (const LabelledFile& f : find_class_folder_files(dir, classes)) reader->add(f.path, f.label, 0);
+    auto reader = std::make_shared<FileListReader>(dir, dir + "/");
+    const int classes = find_class_folder_files(dir, [&](const LabelledFile& f) { reader->add(f); });
     Dataset d = finish_set(std::move(reader), dir, o);
     d.num_classes = classes;
     return d;

@@ -7,6 +7,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,17 +40,17 @@ private:
 
 // An image file and its label, as a list file or a class folder names it.
 struct LabelledFile {
-    std::string path;   // as it is opened (the list's root folder prepended)
-    std::string name;   // as the list or the class folder gives it (e.g. "cat/0001.jpg")
+    const std::string& name;  // as the list or the class folder gives it (e.g. "cat/0001.jpg")
     int label = 0;
-    int64_t line = 0;   // the list file's line (0: a class folder)
+    int64_t line = 0;  // the list file's line (0: a class folder)
 };
-// The entries of a Caffe ImageData list, each file checked to exist. Throws DataError naming
-// the list and line.
-std::vector<LabelledFile> read_image_list(const std::string& list_file, const std::string& root_folder);
-// The image files of a folder of class folders, classes and files in name order; `classes`
-// gets the number of class folders.
-std::vector<LabelledFile> find_class_folder_files(const std::string& dir, int& classes);
+using OnFile = std::function<void(const LabelledFile&)>;
+// The entries of a Caffe ImageData list in order, each file checked to exist (at
+// root_folder + name: Caffe joins them as written). Throws DataError naming the list and line.
+void read_image_list(const std::string& list_file, const std::string& root_folder, const OnFile& on_file);
+// The image files of a folder of class folders (at dir + "/" + name), classes and files in name
+// order; returns the number of class folders.
+int find_class_folder_files(const std::string& dir, const OnFile& on_file);
 
 // An LMDB of Caffe Datums (a folder holding data.mdb, or the data file itself), raw or encoded.
 Dataset open_lmdb(const std::string& path, const ImageOptions& o);

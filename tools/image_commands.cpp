@@ -65,10 +65,16 @@ data::ImageOptions image_options(bool gray, int new_height, int new_width) {
 
 int run_convert(const ConvertOptions& o) {
     image_options(o.gray, o.new_height, o.new_width);  // checks the resize
-    int classes = 0;
-    std::vector<data::LabelledFile> files = fs::is_directory(o.input)
-                                                ? data::find_class_folder_files(o.input, classes)
-                                                : data::read_image_list(o.input, o.root);
+    struct File {
+        std::string path, name;
+        int label;
+        int64_t line;
+    };
+    std::vector<File> files;
+    const std::string base = fs::is_directory(o.input) ? o.input + "/" : o.root;
+    const data::OnFile add = [&](const data::LabelledFile& f) { files.push_back({base + f.name, f.name, f.label, f.line}); };
+    if (fs::is_directory(o.input)) data::find_class_folder_files(o.input, add);
+    else data::read_image_list(o.input, o.root, add);
     if (files.empty()) throw data::DataError(o.input + ": no images");
     if (o.shuffle) std::shuffle(files.begin(), files.end(), std::mt19937_64(o.seed));
     if (fs::exists(o.output))
@@ -83,7 +89,7 @@ int run_convert(const ConvertOptions& o) {
     try {
         data::LmdbWriter db(partial);
         for (size_t i = 0; i < files.size(); ++i) {
-            const data::LabelledFile& f = files[i];
+            const File& f = files[i];
             const std::string what = f.line ? o.input + ":" + std::to_string(f.line) + ": " + f.path : f.path;
             const std::vector<uint8_t> file = read_bytes(f.path);
             std::vector<uint8_t> value;
