@@ -137,6 +137,9 @@ void run_stats_server(Transport& t, const StatsConfig& cfg, const std::function<
             {"images_per_s", std::round((span > 0 ? (h.samples - prev_samples) / span : 0.0) * 10) / 10},
             {"overlap_ratio", std::round((compute + wait > 0 ? compute / (compute + wait) : 0.0) * 1e4) / 1e4}};
         if (!h.replay) line.erase("replayed");
+        // No learner has reported a loss this epoch (they report every few mini-batches): none is
+        // written, rather than a loss of 0.
+        if (loss_count == 0) line.erase("train_loss");
         if (r.top5 >= 0) line["test_top5"] = significant(r.top5, 6);
         if (!r.layers.empty()) {
             nlohmann::ordered_json layers = nlohmann::ordered_json::object();

@@ -41,5 +41,9 @@ if "$rudra" dist --help >/dev/null 2>&1; then
     --batch 8 --epochs 1 -o "$work/dist" >"$work/dist.log" 2>&1 &&
     grep '"event":"epoch"' "$work/dist/metrics.jsonl" | grep -q '"accuracy_top5"' && [ -s "$work/dist/final.rudra" ] &&
     pass || { fail "dist: AlexNet for an epoch"; tail -5 "$work/dist.log"; }
+  # Its 3 updates end the epoch before any learner reports a loss (every 10 mini-batches): the
+  # line says so instead of showing a loss of 0.
+  grep -q '^epoch 1/1: .*train loss not reported yet' "$work/dist.log" && pass ||
+    fail "dist: the epoch line's missing train loss: $(grep '^epoch' "$work/dist.log")"
 fi
 finish

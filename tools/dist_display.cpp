@@ -23,7 +23,8 @@ std::string readable_metrics_line(const nlohmann::ordered_json& j, int epochs) {
         std::string s = "epoch " + std::to_string(j.value("epoch", int64_t{0})) + "/" + std::to_string(epochs) +
                         ": test accuracy " + fixed(number(j, "test_accuracy"), 4) +
                         (j.contains("test_top5") ? ", top-5 " + fixed(number(j, "test_top5"), 4) : std::string()) + " (loss " +
-                        fixed(number(j, "test_loss"), 4) + "), train loss " + fixed(number(j, "train_loss"), 4) + ", " +
+                        fixed(number(j, "test_loss"), 4) + "), train loss " +
+                        (j.contains("train_loss") ? fixed(number(j, "train_loss"), 4) : std::string("not reported yet")) + ", " +
                         with_thousands(static_cast<uint64_t>(number(j, "images_per_s") + 0.5)) + " images/s, staleness " +
                         fixed(number(j, "staleness_mean"), 2) + " (max " +
                         std::to_string(j.value("staleness_max", int64_t{0})) + "), overlap " +
