@@ -4,12 +4,9 @@ PyTorch, trained on random 227x227x3 images in memory: forward, backward and an 
 (momentum 0.9, weight decay 5e-4), at a given mini-batch and thread count. Prints one JSON line
 with images/s. Used by bench/alexnet_train.sh; needs python3-torch."""
 import argparse
-import json
-import time
-
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
+from torch_training_step import time_training
 
 
 def alexnet():
@@ -37,20 +34,7 @@ def main():
     x = torch.randn(a.batch, 3, 227, 227)
     y = torch.randint(0, 1000, (a.batch,))
 
-    def step():
-        opt.zero_grad()
-        loss = F.cross_entropy(net(x), y)
-        loss.backward()
-        opt.step()
-
-    step()  # warm-up: oneDNN primitive creation, allocator
-    t0 = time.perf_counter()
-    for _ in range(a.iterations):
-        step()
-    s = (time.perf_counter() - t0) / a.iterations
-    print(json.dumps({"framework": "pytorch " + torch.__version__, "batch": a.batch, "threads": a.threads,
-                      "ms": s * 1e3, "images_per_s": a.batch / s}))
-
+    time_training(net, opt, x, y, a.threads, a.iterations, warmup=1)
 
 if __name__ == "__main__":
     main()

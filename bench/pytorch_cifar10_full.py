@@ -3,12 +3,10 @@
 (momentum 0.9) on random 32x32x3 images, at a given mini-batch and thread count. Prints one JSON
 line with images/s. Used by bench/pytorch_compare.sh; needs python3-torch."""
 import argparse
-import json
-import time
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch_training_step import time_training
 
 
 class WithinChannelLRN(nn.Module):
@@ -45,21 +43,7 @@ def main():
     x = torch.randn(a.batch, 3, 32, 32)
     y = torch.randint(0, 10, (a.batch,))
 
-    def step():
-        opt.zero_grad()
-        loss = F.cross_entropy(net(x), y)
-        loss.backward()
-        opt.step()
-
-    for _ in range(3):  # warm-up: oneDNN primitive creation, allocator
-        step()
-    t0 = time.perf_counter()
-    for _ in range(a.iterations):
-        step()
-    s = (time.perf_counter() - t0) / a.iterations
-    print(json.dumps({"framework": "pytorch " + torch.__version__, "batch": a.batch, "threads": a.threads,
-                      "ms": s * 1e3, "images_per_s": a.batch / s}))
-
+    time_training(net, opt, x, y, a.threads, a.iterations, warmup=3)
 
 if __name__ == "__main__":
     main()

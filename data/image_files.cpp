@@ -15,14 +15,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<uint8_t> read_file(const std::string& path, const std::string& what) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw DataError(what + ": cannot open " + path);
-    std::vector<uint8_t> b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (in.bad()) throw DataError(what + ": error reading " + path);
-    return b;
-}
-
 // Files and their labels; the file names share one string under one base path, so that a
 // million of them cost their own characters and an offset each.
 class FileListReader final : public SampleReader {

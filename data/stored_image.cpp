@@ -1,6 +1,8 @@
 #include "data/stored_image.h"
 
 #include <cstring>
+#include <fstream>
+#include <iterator>
 
 #include "data/image_decode.h"
 #include "data/sample_reader.h"
@@ -13,6 +15,14 @@ int SampleReader::checked_label(int64_t label, const std::string& where) const {
         throw DataError(where + ": label " + std::to_string(label) +
                         (limit > 0 ? " is not one of the net's " + std::to_string(limit) + " classes" : " is negative"));
     return static_cast<int>(label);
+}
+
+std::vector<uint8_t> read_file(const std::string& path, const std::string& what) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw DataError(what + ": cannot open " + path);
+    std::vector<uint8_t> b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad()) throw DataError(what + ": error reading " + path);
+    return b;
 }
 
 void decode_to_shape(const uint8_t* bytes, size_t size, const SetShape& shape, uint8_t* out, const std::string& what) {

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "data/dataset.h"
 #include "data/sample_reader.h"
@@ -13,6 +14,9 @@ struct SetShape {
     int channels = 0, height = 0, width = 0;
     bool resize = false;  // images of another size are resized (new_height/new_width given)
 };
+
+// A whole file's bytes (an image file); errors begin with `what`.
+std::vector<uint8_t> read_file(const std::string& path, const std::string& what);
 
 // An encoded image file into `out` [C, H, W] of `shape`; another size is an error naming
 // `what` unless shape.resize.

@@ -14,6 +14,7 @@
 #include "data/lmdb_writer.h"
 #include "data/mean_file.h"
 #include "data/sample_reader.h"
+#include "data/stored_image.h"
 #include "nn/atomic_file.h"
 #include "tools/commands.h"
 
@@ -21,19 +22,6 @@ namespace rudra::tools {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::vector<uint8_t> read_bytes(const std::string& path) {
-    FILE* f = std::fopen(path.c_str(), "rb");
-    if (!f) throw data::DataError(path + ": cannot open");
-    std::vector<uint8_t> b;
-    uint8_t buf[1 << 16];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) b.insert(b.end(), buf, buf + n);
-    const bool bad = std::ferror(f);
-    std::fclose(f);
-    if (bad) throw data::DataError(path + ": error reading");
-    return b;
-}
 
 bool is_png_name(const std::string& path) {
     std::string ext = fs::path(path).extension().string();
@@ -91,7 +79,7 @@ int run_convert(const ConvertOptions& o) {
         for (size_t i = 0; i < files.size(); ++i) {
             const File& f = files[i];
             const std::string what = f.line ? o.input + ":" + std::to_string(f.line) + ": " + f.path : f.path;
-            const std::vector<uint8_t> file = read_bytes(f.path);
+            const std::vector<uint8_t> file = data::read_file(f.path, what);
             std::vector<uint8_t> value;
             if (o.encoded && !resize && !o.gray) {
                 data::decode_image(file.data(), file.size(), 0, 0, 0, what);  // a corrupt file is refused now

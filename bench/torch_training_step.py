@@ -1,0 +1,25 @@
+"""The timed SGD training step the PyTorch comparisons share (bench/pytorch_cifar10_full.py,
+bench/pytorch_alexnet.py): forward, cross-entropy, backward and the step on fixed tensors, after
+warm-up steps; prints one JSON line with ms per step and images/s."""
+import json
+import time
+
+import torch
+import torch.nn.functional as F
+
+
+def time_training(net, opt, x, y, threads, iterations, warmup):
+    def step():
+        opt.zero_grad()
+        F.cross_entropy(net(x), y).backward()
+        opt.step()
+
+    for _ in range(warmup):  # oneDNN primitive creation, allocator
+        step()
+    t0 = time.perf_counter()
+    for _ in range(iterations):
+        step()
+    s = (time.perf_counter() - t0) / iterations
+    batch = x.shape[0]
+    print(json.dumps({"framework": "pytorch " + torch.__version__, "batch": batch, "threads": threads,
+                      "ms": s * 1e3, "images_per_s": batch / s}))
