@@ -7,7 +7,8 @@
 # timed iterations; the fraction of the FLOP limit takes 4.1 GFLOP per image for a training step
 # (1.45 forward) against the peak `rudra bench` measures on this machine.
 # Usage: bench/alexnet_train.sh [SET_DIR]   (default /tmp/rudra-imagenet-like; made when absent)
-#   BATCHES ("32 64 128"), ITERATIONS (6), THREADS (2), DECODE_THREADS (1), RUDRA (build/rudra)
+#   BATCHES ("32 64 128"), ITERATIONS (6), THREADS (2), DECODE_THREADS (1), RUDRA (build/rudra),
+#   CONV_BACKEND (own; auto: each layer's fastest of own, BLIS and oneDNN, measured once)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-/tmp/rudra-imagenet-like}
@@ -33,13 +34,14 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # images/s of a `rudra train` epoch of ITERATIONS iterations (its first iteration excluded: the
 # epoch line's rate counts from the start, so two runs are subtracted: N+1 and 1 iterations).
+# With --conv-backend auto a first 1-iteration run measures the layers (cached) and is not counted.
 rudra_ips() {  # rudra_ips DATA_DIR BATCH
-  local t=() n
-  for n in 1 $((iterations + 1)); do
+  local t=() n backend=${CONV_BACKEND:-own}
+  for n in $([ "$backend" = own ] || echo 0) 1 $((iterations + 1)); do
     OMP_NUM_THREADS=$threads "$rudra" train models/alexnet/alexnet_paper_solver.prototxt --data "$1" --batch "$2" \
-      --train-limit $(($2 * n)) --test-limit 1 --epochs 1 --decode-threads "${DECODE_THREADS:-1}" --overwrite \
-      -o "$tmp/run" >"$tmp/log" 2>&1 || { tail -3 "$tmp/log" >&2; return 1; }
-    t+=("$(grep '"event":"epoch"' "$tmp/run/metrics.jsonl" | /usr/bin/python3 -c 'import json,sys; e=json.loads(sys.stdin.read()); print(e["elapsed_s"])')")
+      --train-limit $(($2 * (n > 0 ? n : 1))) --test-limit 1 --epochs 1 --decode-threads "${DECODE_THREADS:-1}" \
+      --conv-backend "$backend" --overwrite -o "$tmp/run" >"$tmp/log" 2>&1 || { tail -3 "$tmp/log" >&2; return 1; }
+    [ "$n" -gt 0 ] && t+=("$(grep '"event":"epoch"' "$tmp/run/metrics.jsonl" | /usr/bin/python3 -c 'import json,sys; e=json.loads(sys.stdin.read()); print(e["elapsed_s"])')")
   done
   echo "$iterations * $2 / (${t[1]} - ${t[0]})" | bc -l
 }

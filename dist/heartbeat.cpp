@@ -75,7 +75,15 @@ bool Heartbeat::drain(const KeepWaiting& keep_waiting) {
 void Heartbeat::heard(int rank) { last_ns_[rank].store(now_ns(), std::memory_order_relaxed); }
 
 double Heartbeat::silent_s(int rank) const {
-    return static_cast<double>(now_ns() - last_ns_[rank].load(std::memory_order_relaxed)) * 1e-9;
+    const double silent = static_cast<double>(now_ns() - last_ns_[rank].load(std::memory_order_relaxed)) * 1e-9;
+    // Only a rank silent for a while is probed: the probe is an MPI call.
+    if (silent > 2 * config_.interval_s && silent <= config_.pending_grace_s) {
+        try {
+            if (t_.pending_from(rank)) return 0.0;
+        } catch (const PeerError&) {
+        }
+    }
+    return silent;
 }
 
 void Heartbeat::stop_notifying(int rank) { notify_[rank] = false; }

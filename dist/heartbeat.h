@@ -26,6 +26,12 @@ struct HeartbeatConfig {
     int watch = -1;
     double timeout_s = 15.0;
     std::function<void(int rank, double silent_s)> on_silent;
+    // A rank whose message has begun to arrive here and waits to be received is not silent,
+    // up to this many seconds since it was last heard (0: pending messages do not count).
+    // Its heartbeats travel behind that message: with a large model (AlexNet's 244 MB) and
+    // several learners pushing to one PS on a loaded node, a live learner's heartbeats waited
+    // over 15 s behind its gradient, and the PS took it for lost.
+    double pending_grace_s = 0.0;
 };
 
 class Heartbeat {
@@ -39,7 +45,8 @@ public:
     void heard(int rank);
     // A kHeartbeat message from `rank` was received by the role (counted for drain()).
     void beat_received(int rank);
-    // Seconds since `rank` was last heard from (since this object started when never).
+    // Seconds since `rank` was last heard from (since this object started when never); 0 while
+    // a message from it waits to be received, within config.pending_grace_s.
     double silent_s(int rank) const;
     // No more heartbeats to `rank` (it said goodbye or was declared lost).
     void stop_notifying(int rank);

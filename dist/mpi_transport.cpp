@@ -172,6 +172,8 @@ data::SharedBytes MpiSession::map_on_node(const std::function<std::vector<uint8_
 MpiTransport::MpiTransport(WaitPolicy policy) : policy_(policy) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    receiving_.reset(new std::atomic<int>[static_cast<size_t>(size_)]);
+    for (int r = 0; r < size_; ++r) receiving_[r] = 0;
 }
 
 bool MpiTransport::send_while(int dest, int tag, const void* data, size_t bytes, const KeepWaiting& keep_waiting) {
@@ -182,6 +184,13 @@ bool MpiTransport::send_while(int dest, int tag, const void* data, size_t bytes,
     // A large message moves in pieces as both ranks test it; a smaller one's sender mostly waits
     // for the receiver to take it, and testing it often only takes the cores from the others.
     return complete(bytes >= policy_.transfer_min_bytes ? policy_.for_transfer() : policy_, req, dest, keep_waiting);
+}
+
+bool MpiTransport::pending_from(int source) {
+    if (source >= 0 && source < size_ && receiving_[source].load(std::memory_order_relaxed) > 0) return true;
+    int found = 0;
+    check(MPI_Iprobe(source, MPI_ANY_TAG, MPI_COMM_WORLD, &found, MPI_STATUS_IGNORE), "MPI_Iprobe", source);
+    return found != 0;
 }
 
 bool MpiTransport::barrier_while(const KeepWaiting& keep_waiting) {
@@ -212,7 +221,17 @@ std::optional<Envelope> MpiTransport::recv_while(int source, int tag, std::vecto
     check(MPI_Imrecv(buf.data(), count, MPI_BYTE, &msg, &req), "MPI_Imrecv", status.MPI_SOURCE);
     const int from = status.MPI_SOURCE;
     // The message is on its way: it moves only as fast as this rank tests it.
-    if (!complete(policy_.for_transfer(), req, from, [&] { return !sender_alive || sender_alive(from); })) {
+    struct Receiving {
+        std::atomic<int>& count;
+        explicit Receiving(std::atomic<int>& c) : count(c) { ++count; }
+        ~Receiving() { --count; }
+    };
+    bool complete_one;
+    {
+        const Receiving receiving(receiving_[from]);
+        complete_one = complete(policy_.for_transfer(), req, from, [&] { return !sender_alive || sender_alive(from); });
+    }
+    if (!complete_one) {
         std::lock_guard<std::mutex> lock(abandoned_mu_);
         abandoned_.push_back(std::move(buf));
         buf = std::vector<char>();

@@ -2,8 +2,10 @@
 // matched probes (MPI_Improbe / MPI_Mrecv) so that threads of one rank never steal each other's
 // messages.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -67,12 +69,14 @@ public:
     std::optional<Envelope> recv_while(int source, int tag, std::vector<char>& buf, const KeepWaiting& keep_waiting,
                                        const std::function<bool(int)>& sender_alive = {}) override;
     bool barrier_while(const KeepWaiting& keep_waiting) override;
+    bool pending_from(int source) override;
 
 private:
     WaitPolicy policy_;
     int rank_ = 0, size_ = 1;
     std::mutex abandoned_mu_;
     std::vector<std::vector<char>> abandoned_;  // buffers of receives whose senders stopped
+    std::unique_ptr<std::atomic<int>[]> receiving_;  // by rank: its messages being received now
 };
 
 // The learners' sums (MPI_Iallreduce on a communicator of the member ranks). Every rank of the

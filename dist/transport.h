@@ -69,6 +69,9 @@ public:
     // rank finishes loading its data).
     virtual bool barrier_while(const KeepWaiting& keep_waiting) = 0;
     void barrier() { barrier_while({}); }
+    // Whether a message from `source` has begun to arrive here: one being received, or one that
+    // waits to be (any thread may ask; it takes nothing).
+    virtual bool pending_from(int /*source*/) { return false; }
 
     // The messages sent (posted) and received so far, of the tags `counted` accepts (empty: all).
     // Kept by tag with relaxed atomics: the counting costs next to nothing, and any thread may ask.

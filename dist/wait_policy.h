@@ -3,6 +3,7 @@
 // non-blocking operation, spinning a little and then sleeping between tests. With dedicated
 // cores, set sleep_us to 0 to spin.
 #pragma once
+#include <sched.h>
 #include <time.h>
 
 #include <cstddef>
@@ -13,19 +14,30 @@ namespace rudra::dist {
 struct WaitPolicy {
     int spin = 50;       // tests before the first sleep
     int sleep_us = 20;   // sleep between later tests; 0 = spin forever
-    // Sleep between tests of a message on its way: one being received, and a sent one of at
-    // least transfer_min_bytes. MPICH moves a message in pieces, each only when a rank tests it.
-    // Measured on 2 cores: 1-softsync with 30 learners of a 0.33 MB model ran at 672 images/s with
-    // 2 ms between a receiver's tests and 1,757 with 20 us; async with 4 learners of a 9.4 MB model
-    // at 45, 140 with fast receives and 385 with fast sends too. Fast tests of the small model's
-    // sends (30 learners waiting on one PS) cut it to 1,196.
-    int transfer_sleep_us = 20;
+    // A message on its way (one being received, and a sent one of at least transfer_min_bytes)
+    // moves in pieces, each only when a rank tests it: one test per sleep caps its speed. So
+    // after each of a transfer's sleeps the rank tests again and again for transfer_burst_us.
+    // Measured on 2 cores (bench/results/image_input.md), a 244 MB message (AlexNet's weights)
+    // one way between 2 ranks: 198 ms with one test per 20 us sleep, 18 ms spinning, 23 ms with
+    // 1 ms bursts; with 4 more ranks computing: 488 ms, 946 ms yielding between tests, 98 ms with
+    // the bursts. (Earlier, 1-softsync with 30 learners of a 0.33 MB model ran at 672 images/s
+    // with 2 ms sleeps between a receiver's tests and 1,757 with 20 us.)
+    int transfer_burst_us = 1000;
+    int transfer_sleep_us = 20;  // a transfer's sleeps, when shorter than sleep_us
     size_t transfer_min_bytes = size_t{1} << 20;
 
     WaitPolicy for_transfer() const {
         WaitPolicy p = *this;
+        p.burst_us = transfer_burst_us;
         if (transfer_sleep_us < sleep_us) p.sleep_us = transfer_sleep_us;
         return p;
+    }
+    int burst_us = 0;  // after each sleep, test again and again for this long (for_transfer's)
+
+    static long now_ns() {
+        timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return t.tv_sec * 1000000000L + t.tv_nsec;
     }
 
     // Measured with 6 and 32 ranks on 2 cores: polling every 20 us costs more CPU in the
@@ -46,6 +58,11 @@ struct WaitPolicy {
         const timespec pause{sleep_us / 1000000, static_cast<long>(sleep_us % 1000000) * 1000L};  // tv_nsec < 1e9
         while (!done()) {
             if (keep_waiting && !keep_waiting()) return false;
+            if (burst_us > 0) {
+                const long until = now_ns() + burst_us * 1000L;
+                while (now_ns() < until)
+                    if (done()) return true;
+            }
             if (sleep_us > 0) nanosleep(&pause, nullptr);
         }
         return true;

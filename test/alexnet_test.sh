@@ -3,7 +3,7 @@
 # 256x256 Datums by `rudra convert` and a mean file by `rudra mean`, at the names Caffe's AlexNet
 # files use; models/alexnet/alexnet_paper_solver.prototxt trained unchanged (only --data, a
 # smaller mini-batch and one epoch) with `rudra train` and with `rudra dist`, each reporting top-1,
-# top-5 and its Accuracy layers.
+# top-5 and its Accuracy layers; models/caffenet's CaffeNet with Caffe's reference solver.
 # Usage: alexnet_test.sh RUDRA_BINARY SOURCE_DIR
 . "$(dirname "$0")/harness.sh" "$@"
 rudra=$(cd "$(dirname "$rudra")" && pwd)/$(basename "$rudra")
@@ -35,6 +35,15 @@ assert e["iteration"] == 3, e
 PY
 grep -q "subtracting the mean image of $set_dir/imagenet_mean.binaryproto" "$work/train.log" && pass ||
   fail "train: the mean file named"
+
+# CaffeNet (each pooling before its LRN) on the same inputs, with Caffe's reference solver as it
+# is (solver_mode GPU included).
+timeout -k 5 600 "$rudra" train models/caffenet/caffenet_solver.prototxt --data "$set_dir" --batch 16 --epochs 1 \
+  -o "$work/caffenet" >"$work/caffenet.log" 2>&1
+rc=$?
+[ $rc -eq 0 ] && grep -q 'net models/caffenet/caffenet_train_val.prototxt (60,965,224 learnable parameters)' "$work/caffenet.log" &&
+  grep '"event":"epoch"' "$work/caffenet/metrics.jsonl" | grep -q '"test_top5"' && [ -s "$work/caffenet/caffenet_train_iter_3.rudra" ] &&
+  pass || { fail "CaffeNet: exit $rc, an epoch with top-5 and a snapshot"; tail -5 "$work/caffenet.log"; }
 
 if "$rudra" dist --help >/dev/null 2>&1; then
   OMP_NUM_THREADS=1 timeout -k 5 600 mpiexec -disable-auto-cleanup -n 4 "$rudra" dist "$solver" --data "$set_dir" \

@@ -565,6 +565,23 @@ TEST_CASE("barrier: no rank passes before all have arrived; the wait policy foll
     CHECK(WaitPolicy::for_load(5, 4, 16).sleep_us == 2000);
 }
 
+TEST_CASE("a message on its way is tested again and again after each sleep, not once per sleep") {
+    // MPICH moves a large message in pieces, one per test: one test per sleep caps its speed.
+    WaitPolicy slow;
+    slow.spin = 0;
+    slow.sleep_us = 200000;
+    slow.transfer_sleep_us = 200000;
+    const WaitPolicy transfer = slow.for_transfer();
+    REQUIRE(transfer.burst_us > 0);
+    int calls = 0;
+    const auto start = std::chrono::steady_clock::now();
+    // 50 tests: 49 sleeps of 0.2 s without the bursts, well within the first burst with them.
+    transfer.wait([&] { return ++calls == 50; });
+    CHECK(calls == 50);
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
+    CHECK(slow.burst_us == 0);  // other waits sleep between tests
+}
+
 namespace {
 
 // A transport on which sends to `dead` never complete, as MPICH's to a killed rank: each waits

@@ -341,6 +341,9 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
             beats = dist::HeartbeatConfig();
             beats.notify = ranks_from(1, transport.size());
         }
+        // A live rank's heartbeats can wait behind its large messages: while one of those waits
+        // here, the rank is silent only past 4 times the timeout.
+        beats.pending_grace_s = 4 * o.peer_timeout;
         dist::Heartbeat heartbeat(transport, beats);
         const StartupWatch::HeartbeatsWatched watched =
             rank == kPsRank ? startup.watch(heartbeat, transport.size()) : StartupWatch::HeartbeatsWatched(nullptr);

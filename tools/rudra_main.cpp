@@ -312,7 +312,8 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     d->add_option("--peer-timeout", dist.peer_timeout,
                   "seconds without a heartbeat after which a rank is lost: a learner is dropped (softsync, async) or "
-                  "stops the run (hardsync); learners end when the PS falls silent")
+                  "stops the run (hardsync); learners end when the PS falls silent. A rank whose message is "
+                  "arriving (its heartbeats wait behind it) is lost only after 4 times this")
         ->check(checks::number_in(0.0, 86400.0, true, false, "a number of seconds above 0 and at most 86400"))
         ->capture_default_str();
     d->add_option("--startup-timeout", dist.startup_timeout,
