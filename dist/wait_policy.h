@@ -3,9 +3,9 @@
 // non-blocking operation, spinning a little and then sleeping between tests. With dedicated
 // cores, set sleep_us to 0 to spin.
 #pragma once
-#include <sched.h>
 #include <time.h>
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 
@@ -34,12 +34,6 @@ struct WaitPolicy {
     }
     int burst_us = 0;  // after each sleep, test again and again for this long (for_transfer's)
 
-    static long now_ns() {
-        timespec t;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        return t.tv_sec * 1000000000L + t.tv_nsec;
-    }
-
     // Measured with 6 and 32 ranks on 2 cores: polling every 20 us costs more CPU in the
     // scheduler than the training itself and makes learners uneven (long staleness tails);
     // 2 ms sleeps were both faster and gave the paper's staleness histograms.
@@ -59,8 +53,8 @@ struct WaitPolicy {
         while (!done()) {
             if (keep_waiting && !keep_waiting()) return false;
             if (burst_us > 0) {
-                const long until = now_ns() + burst_us * 1000L;
-                while (now_ns() < until)
+                const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(burst_us);
+                while (std::chrono::steady_clock::now() < until)
                     if (done()) return true;
             }
             if (sleep_us > 0) nanosleep(&pause, nullptr);
