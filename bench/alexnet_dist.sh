@@ -27,7 +27,7 @@ export OMP_NUM_THREADS=1
 watch_memory() {  # watch_memory OUT_FILE
   while :; do
     for p in $(pgrep -f "$rudra dist" || true); do
-      r=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | sed -n 's/^PMI_RANK=//p' || true)
+      r=$(tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | sed -n 's/^PMI_RANK=//p' || true)
       h=$(sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$p/status" 2>/dev/null || true)
       [ -n "$r" ] && [ -n "$h" ] && echo "$r $h"
     done >>"$1"

@@ -86,6 +86,8 @@ double Heartbeat::silent_s(int rank) const {
     return silent;
 }
 
+void Heartbeat::notify(int rank) { notify_[rank] = true; }
+
 void Heartbeat::stop_notifying(int rank) { notify_[rank] = false; }
 
 void Heartbeat::run() {

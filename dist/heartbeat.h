@@ -48,6 +48,8 @@ public:
     // Seconds since `rank` was last heard from (since this object started when never); 0 while
     // a message from it waits to be received, within config.pending_grace_s.
     double silent_s(int rank) const;
+    // Heartbeats to `rank` from now on too.
+    void notify(int rank);
     // No more heartbeats to `rank` (it said goodbye or was declared lost).
     void stop_notifying(int rank);
     // Stops the thread: no heartbeat is sent after it returns.

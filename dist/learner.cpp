@@ -169,9 +169,12 @@ private:
             std::vector<char> lost;
             PostedBuffers posted;
             const auto deadline_alive = [&](auto deadline) {
-                return [deadline, this](int) {
-                    std::lock_guard<std::mutex> lock(sync_.mu);
-                    return !sync_.stop && Clock::now() < deadline;
+                return [deadline, this](int rank) {
+                    {
+                        std::lock_guard<std::mutex> lock(sync_.mu);
+                        if (sync_.stop) return false;
+                    }
+                    return cfg_.peer_alive ? cfg_.peer_alive(rank) : Clock::now() < deadline;
                 };
             };
             for (;;) {
@@ -189,7 +192,8 @@ private:
                             std::lock_guard<std::mutex> lock(sync_.mu);
                             return !sync_.stop;
                         },
-                        [&](int) {
+                        [&](int rank) {
+                            if (cfg_.peer_alive) return cfg_.peer_alive(rank);
                             if (!arriving_since) arriving_since = Clock::now();
                             return Clock::now() - *arriving_since <
                                    std::chrono::duration<double>(cfg_.peer_timeout_s);

@@ -28,10 +28,15 @@ struct LearnerConfig {
     bool synchronous = false;  // hardsync: wait for the timestamp after the last gradient pushed
     int report_every = 10;     // mini-batches between reports to the statistics server
     // adv*: the rank the weights come from (-1: pull them from ps_rank), and the learners this one
-    // forwards them to; a child that does not take a version within peer_timeout_s is left out.
+    // forwards them to; a child that does not take a version is left out once `peer_alive` says
+    // it is lost (without `peer_alive`: after peer_timeout_s), and a version from a parent is
+    // given up likewise.
     int broadcast_parent = -1;
     std::vector<int> broadcast_children;
     double peer_timeout_s = 15.0;
+    // Whether a rank still answers (its heartbeats): a 244 MB version moves only as fast as both
+    // ranks are scheduled, and on an oversubscribed node took longer than the peer timeout.
+    std::function<bool(int rank)> peer_alive;
     Timeline* timeline = nullptr;  // --timeline: compute, wait, pull and push spans
     std::function<void(const std::string&)> log;  // adv*: children left out, parents lost (optional)
 };

@@ -108,6 +108,16 @@ std::vector<int> RankLayout::broadcast_children(int rank) const {
     return c;
 }
 
+std::vector<int> RankLayout::peers(int rank) const {
+    std::vector<int> p = children(rank), below = broadcast_children(rank);
+    p.insert(p.end(), below.begin(), below.end());
+    for (int up : {parent(rank), broadcast_parent(rank)}) p.push_back(up);
+    p.erase(std::remove_if(p.begin(), p.end(), [](int r) { return r <= 0; }), p.end());
+    std::sort(p.begin(), p.end());
+    p.erase(std::unique(p.begin(), p.end()), p.end());
+    return p;
+}
+
 std::string RankLayout::role_name(int rank) const {
     switch (role(rank)) {
         case Role::RootPs:

@@ -55,6 +55,9 @@ public:
     int broadcast_parent(int rank) const;
     std::vector<int> broadcast_children(int rank) const;
 
+    // The ranks `rank` sends to or receives from besides rank 0 (its leaf PS, its learners, its
+    // broadcast parent and children), in rank order: the ranks it also sends heartbeats to.
+    std::vector<int> peers(int rank) const;
     std::string role_name(int rank) const;  // "root parameter server", "leaf parameter server", ...
     // One line per node for the job's output, and the same as JSON for metrics.jsonl.
     std::string describe() const;

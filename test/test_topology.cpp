@@ -70,6 +70,14 @@ TEST_CASE("layout: base puts every learner below rank 0; adv a leaf PS on each n
     CHECK(star.broadcast_children(17).empty());
     CHECK(star.broadcast_children(2).empty());  // a leaf PS takes no part
     CHECK(adv.broadcast_parent(3) == -1);
+    // The ranks each one beats to besides the root: the PS tree's and the broadcast tree's.
+    CHECK(star.peers(4) == std::vector<int>{5, 6, 7});
+    CHECK(star.peers(5) == std::vector<int>{4, 9, 10});
+    CHECK(star.peers(6) == std::vector<int>{3, 4, 11, 13});
+    CHECK(star.peers(3) == std::vector<int>{2, 6, 7});
+    CHECK(adv.peers(6) == std::vector<int>{4});
+    CHECK(base.peers(3).empty());
+    CHECK(star.peers(1).empty());
     // A fan-out far past the learners (and past an int times a node index): the root sends to
     // every learner, nobody forwards.
     const RankLayout wide = RankLayout::make(Topology::AdvStar, consecutive_nodes(18, 4), 0, 1500000000);

@@ -384,6 +384,12 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
         }
         dist::RankLayout layout;
         if (!decentralized) layout = dist::RankLayout::make(topology, nodes, o.fan_out, o.broadcast_fan_out);
+        // Under adv and adv*, a rank also beats to the ranks besides rank 0 that it sends to or
+        // receives from (its leaf PS, its learners, its broadcast parent and children): a rank
+        // judges a sender by its heartbeats, and a leaf PS that heard none from its learners
+        // took every slow 244 MB gradient for one from a lost learner and gave it up.
+        if (topology != dist::Topology::Base && rank != kPsRank)
+            for (int peer : layout.peers(rank)) heartbeat.notify(peer);
         const int lambda = decentralized ? transport.size() - 1 : static_cast<int>(layout.learners().size());
         if (o.mode != "base" && o.mode != "overlap") throw std::runtime_error("--mode must be base or overlap");
         const dist::Protocol protocol = dist::Protocol::parse(o.protocol, lambda, o.n);  // on every rank
@@ -475,7 +481,7 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
         } else if (layout.role(rank) == dist::RankLayout::Role::Relay) {
             run_relay_role(o, s, transport, protocol, sets, heartbeat);
         } else {
-            run_learner_role(o, s, transport, protocol, sets, binding, straggle);
+            run_learner_role(o, s, transport, protocol, sets, binding, heartbeat, straggle);
         }
         // The role is over: signals take their default action again (a rank waiting in
         // MPI_Finalize can be ended), and the heartbeats still on their way are received once

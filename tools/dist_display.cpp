@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 namespace rudra::tools {
@@ -69,9 +70,11 @@ void DistDisplay::learners_report(int64_t minibatches, double loss) {
     const auto now = std::chrono::steady_clock::now();
     const double elapsed = std::chrono::duration<double>(now - started_).count();
     const int64_t trained = minibatches * batch_;
-    const int64_t samples = start_samples_ + trained;
-    const int epoch = static_cast<int>(samples / samples_per_epoch_) + 1;
-    const int64_t done = samples % samples_per_epoch_;
+    // The learners compute ahead of the updates (under adv*, sums of many gradients wait to go
+    // up): the line never counts past the run's last image.
+    const int64_t samples = std::min(start_samples_ + trained, int64_t{epochs_} * samples_per_epoch_);
+    const int epoch = std::min(static_cast<int>(samples / samples_per_epoch_) + 1, std::max(epochs_, 1));
+    const int64_t done = samples - int64_t{epoch - 1} * samples_per_epoch_;
     const double images_per_s = elapsed > 0 ? static_cast<double>(trained) / elapsed : 0.0;
     if (bar_.enabled()) {
         bar_.update(static_cast<long>(done), static_cast<long>(samples_per_epoch_), images_per_s,

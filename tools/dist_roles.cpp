@@ -177,7 +177,8 @@ void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, const d
 }
 
 void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
-                      const data::TrainTest& sets, const Binding& binding, double straggle) {
+                      const data::TrainTest& sets, const Binding& binding, dist::Heartbeat& heartbeat,
+                      double straggle) {
     const int rank = t.rank();
     session::SessionSpec spec = s.spec;
     // Each learner's own dropout and sample streams, numbered as the ranks of base's learners
@@ -239,6 +240,7 @@ void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, 
     lc.broadcast_parent = s.layout.broadcast_parent(rank);  // adv*: the weights come down a tree
     lc.broadcast_children = s.layout.broadcast_children(rank);
     lc.peer_timeout_s = o.peer_timeout;
+    lc.peer_alive = [&heartbeat, timeout = o.peer_timeout](int r) { return heartbeat.silent_s(r) <= timeout; };
     lc.stats_rank = kStatsRank;
     lc.overlap = o.mode == "overlap";
     lc.synchronous = protocol.synchronous();

@@ -101,7 +101,8 @@ dist::LocalSgdWork local_sgd_work(session::TrainingSession& run, data::Prefetche
 void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
                const data::TrainTest& sets, dist::Heartbeat& heartbeat);
 void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
-                      const data::TrainTest& sets, const Binding& binding, double straggle);
+                      const data::TrainTest& sets, const Binding& binding, dist::Heartbeat& heartbeat,
+                      double straggle);
 // A leaf parameter server of --topology adv (dist/relay_server.h).
 void run_relay_role(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
                     const data::TrainTest& sets, dist::Heartbeat& heartbeat);
