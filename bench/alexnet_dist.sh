@@ -9,13 +9,13 @@
 # each rank's peak resident memory (VmHWM, read from /proc while it runs).
 # Usage: bench/alexnet_dist.sh [SET_DIR]   (the folder bench/alexnet_train.sh makes; default
 #        /tmp/rudra-imagenet-like, made when absent)
-#   LEARNERS (4), MU (32), UPDATES (12: the run covers MU x LEARNERS x UPDATES images),
+#   LEARNERS (4), MU (32), UPDATES (12: an epoch is MU x LEARNERS x UPDATES images), EPOCHS (1),
 #   TOPOLOGIES ("base adv*"), MODE (overlap), RANKS_PER_NODE (4), RUDRA (build/rudra)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-/tmp/rudra-imagenet-like}
 rudra=${RUDRA:-$PWD/build/rudra}
-learners=${LEARNERS:-4} mu=${MU:-32} updates=${UPDATES:-12} mode=${MODE:-overlap} per_node=${RANKS_PER_NODE:-4}
+learners=${LEARNERS:-4} mu=${MU:-32} updates=${UPDATES:-12} epochs=${EPOCHS:-1} mode=${MODE:-overlap} per_node=${RANKS_PER_NODE:-4}
 [ -d "$dir/alexnet/ilsvrc12_train_lmdb" ] || ITERATIONS=1 BATCHES=32 bench/alexnet_train.sh "$dir" >/dev/null
 sets=$dir/alexnet
 solver=models/alexnet/alexnet_paper_solver.prototxt
@@ -36,7 +36,7 @@ watch_memory() {  # watch_memory OUT_FILE
 }
 
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc --all) cores;" \
-  "$learners learners, 1-softsync, mu $mu, --mode $mode, $((mu * learners * updates)) images per run"
+  "$learners learners, 1-softsync, mu $mu, --mode $mode, $((mu * learners * updates * epochs)) images per run"
 echo "| topology | ranks | images/s | overlap ratio | rank 0 MB / update | rank 0 ms / update | staleness mean | peak resident MB per rank |"
 echo "|---|---|---|---|---|---|---|---|"
 for topology in ${TOPOLOGIES:-base adv*}; do
@@ -50,7 +50,7 @@ for topology in ${TOPOLOGIES:-base adv*}; do
   watch_memory "$run.mem" &
   watcher=$!
   RUDRA=$rudra timeout -k 10 1800 tools/rudra-launch -n "$ranks" "$solver" --data "$sets" --batch "$mu" \
-    --protocol softsync --n 1 --mode "$mode" --train-limit $((mu * learners * updates)) --test-limit 50 --epochs 1 \
+    --protocol softsync --n 1 --mode "$mode" --train-limit $((mu * learners * updates)) --test-limit 50 --epochs "$epochs" \
     --timeline "$run.trace.json" ${DIST_OPTIONS:-} "${extra[@]}" -o "$run" >"$run.log" 2>&1 || {
     kill "$watcher" 2>/dev/null || true
     echo "alexnet_dist: $topology failed:" >&2

@@ -24,7 +24,7 @@ struct HeartbeatConfig {
     // Watched from the heartbeat thread: when `watch` (a rank, or -1) has been silent for
     // `timeout_s`, `on_silent(rank, seconds)` runs there once.
     int watch = -1;
-    double timeout_s = 15.0;
+    double timeout_s = kDefaultPeerTimeoutS;
     std::function<void(int rank, double silent_s)> on_silent;
     // A rank whose message has begun to arrive here and waits to be received is not silent,
     // up to this many seconds since it was last heard (0: pending messages do not count).

@@ -33,7 +33,7 @@ struct LearnerConfig {
     // given up likewise.
     int broadcast_parent = -1;
     std::vector<int> broadcast_children;
-    double peer_timeout_s = 15.0;
+    double peer_timeout_s = kDefaultPeerTimeoutS;
     // Whether a rank still answers (its heartbeats): a 244 MB version moves only as fast as both
     // ranks are scheduled, and on an oversubscribed node took longer than the peer timeout.
     std::function<bool(int rank)> peer_alive;

@@ -43,7 +43,7 @@ struct PsConfig {
     int stats_rank = 1;
     int64_t samples_per_epoch = 0;  // an epoch: gradients covering the training set once
     int epochs = 1;
-    double peer_timeout_s = 15.0;   // silence after which a learner or the statistics server is lost
+    double peer_timeout_s = kDefaultPeerTimeoutS;   // silence after which a learner or the statistics server is lost
     // Periodic checkpoints (0: none), besides those at every epoch boundary and on request.
     int64_t checkpoint_every_updates = 0;
     double checkpoint_every_s = 0.0;

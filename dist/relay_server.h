@@ -37,7 +37,7 @@ struct RelayConfig {
     // so the root takes as many messages per update as it has children; async sends each
     // gradient alone, as each is an update of its own.
     int64_t share = 1;
-    double peer_timeout_s = 15.0;
+    double peer_timeout_s = kDefaultPeerTimeoutS;
     Timeline* timeline = nullptr;
     // adv*: the learners get the weights from the broadcast tree, so the relay takes none; its
     // one pull waits at the parent for the run's end (a stop answers it).

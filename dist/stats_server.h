@@ -35,7 +35,7 @@ struct StatsConfig {
     int64_t last_logged_epoch = 0;  // a resumed run's metrics already hold the epochs up to this one
     Heartbeat* heartbeat = nullptr;  // told of every message
     Timeline* timeline = nullptr;    // --timeline: a span per epoch tested
-    double peer_timeout_s = 15.0;    // a learner silent this long in the middle of a message is skipped
+    double peer_timeout_s = kDefaultPeerTimeoutS;    // a learner silent this long in the middle of a message is skipped
     // Called with every epoch's line (already written to the metrics file).
     std::function<void(const nlohmann::ordered_json& epoch)> on_epoch;
     // Called after each learner report: the mini-batches all learners have pushed in this run so

@@ -66,10 +66,10 @@ std::string Timeline::events_json() const {
                        .dump()
                 << "\n";
     for (const Span& s : spans_) {
-        out << "{\"name\":\"" << s.name << "\",\"ph\":\"X\",\"pid\":" << rank_ << ",\"tid\":" << static_cast<int>(s.lane)
-            << ",\"ts\":" << s.begin_us << ",\"dur\":" << (s.end_us - s.begin_us);
-        if (s.peer >= 0) out << ",\"args\":{\"peer\":" << s.peer << "}";
-        out << "}\n";
+        nlohmann::ordered_json e{{"name", s.name}, {"ph", "X"}, {"pid", rank_}, {"tid", static_cast<int>(s.lane)},
+                                 {"ts", s.begin_us}, {"dur", s.end_us - s.begin_us}};
+        if (s.peer >= 0) e["args"] = {{"peer", s.peer}};
+        out << e.dump() << "\n";
     }
     if (dropped_ > 0)
         out << nlohmann::json{{"name", "spans dropped (timeline full)"}, {"ph", "i"}, {"s", "p"}, {"pid", rank_},

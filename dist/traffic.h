@@ -1,4 +1,4 @@
-// Traffic counters per rank (README, "Traffic"): what each rank sent and received point to point
+// Traffic counters per rank (docs/distributed.md, "Traffic"): what each rank sent and received point to point
 // (heartbeats left out), what it contributed to the learners' sums (all-reduce, gossip), and, for
 // the PS, how many weight replies carried the weights and how many only said "nothing newer".
 // Each rank's counts travel to the statistics server inside the messages it already sends (the

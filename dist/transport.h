@@ -16,6 +16,9 @@ namespace rudra::dist {
 
 constexpr int kAnySource = -1;
 constexpr int kAnyTag = -1;
+// Seconds of silence after which a rank is taken for lost, unless the run sets another
+// (`rudra dist --peer-timeout`).
+constexpr double kDefaultPeerTimeoutS = 15.0;
 
 // Asked while a send or receive waits: false gives up. Empty: wait until it completes.
 using KeepWaiting = std::function<bool()>;

@@ -3,10 +3,15 @@
 #include "nn/arena_loop.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
 namespace rudra::dist {
+
+double synchronous_lr_scale(int lambda, int64_t mu, int64_t reference_batch) {
+    return std::sqrt(static_cast<double>(lambda) * static_cast<double>(mu) / static_cast<double>(reference_batch));
+}
 
 UpdateRule::UpdateRule(const Protocol& protocol, nn::Solver& solver, nn::ParamStore& params, int learners,
                        UpdateRuleConfig config)

@@ -20,6 +20,10 @@
 
 namespace rudra::dist {
 
+// Hardsync's rate for one update of lambda mini-batches of mu samples, as a factor of the
+// solver's alpha0: sqrt(lambda * mu / B), B the reference batch (all-reduce uses it too).
+double synchronous_lr_scale(int lambda, int64_t mu, int64_t reference_batch);
+
 struct UpdateRuleConfig {
     LrModulation modulation = LrModulation::None;
     // Multiplies every rate: alpha0 * sqrt(lambda * mu / B) for hardsync, else 1.

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "dist/transport.h"
 #include "nn/kernel_options.h"
 #include "session/data_setup.h"
 
@@ -99,7 +100,7 @@ struct DistOptions {
     std::string bind = "auto";  // on | auto | off (bind_threads)
     std::string resume;         // a checkpoint, or the output directory that holds one
     std::string checkpoint_every = "600s";  // N updates or Ns seconds between checkpoints; 0: none
-    double peer_timeout = 15;   // seconds of silence after which a rank is lost
+    double peer_timeout = dist::kDefaultPeerTimeoutS;   // seconds of silence after which a rank is lost
     double startup_timeout = 600;  // seconds from a rank's start to training (every rank set up)
     bool overwrite = false;     // replace another run's files in `output` (a fresh run refuses them)
     int tau = 1;                // EASGD, gossip: local steps between exchanges (with the centre, or a peer)

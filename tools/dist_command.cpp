@@ -4,7 +4,7 @@
 // (dist/topology.h). All-reduce and gossip have no PS: rank 0 is their first learner
 // (tools/dist_roles.cpp).
 //
-// Faults (README, "Faults"): every rank runs a heartbeat; rank 0 writes checkpoints (the PS:
+// Faults (docs/faults.md): every rank runs a heartbeat; rank 0 writes checkpoints (the PS:
 // every --checkpoint-every, at every epoch boundary, on SIGUSR1 and when it stops; all-reduce:
 // every --checkpoint-every and epoch boundary; gossip: every epoch boundary), stops the run on
 // SIGTERM/SIGINT, goes on without a lost learner where the protocol allows; the other ranks end
@@ -94,8 +94,8 @@ dist::HeartbeatConfig watch_ps(const DistOptions& o, int rank, bool decentralize
         std::fflush(stdout);
         std::fprintf(stderr,
                      "rudra dist [rank %d]: error: %s (rank 0) has not been heard from for %.1f s: it "
-                     "died or hangs. The newest checkpoint is %s (go on with: rudra dist --resume %s)\n",
-                     rank, who, silent, checkpoint_path(out).c_str(), out.c_str());
+                     "died or hangs. The newest checkpoint is %s (%s)\n",
+                     rank, who, silent, checkpoint_path(out).c_str(), resume_hint(out).c_str());
         std::fflush(stderr);
         _exit(kExitPsLost);
     };
@@ -143,7 +143,7 @@ int run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, const dist:
     rc.start_samples = s.start_samples;
     rc.reference_batch = o.reference_batch > 0 ? o.reference_batch : s.train_layer().batch_size;
     if (protocol.synchronous())
-        rc.base_scale = static_cast<float>(std::sqrt(double(lambda) * rc.batch / rc.reference_batch));
+        rc.base_scale = static_cast<float>(dist::synchronous_lr_scale(lambda, rc.batch, rc.reference_batch));
     dist::UpdateRule rule(protocol, run.solver(), params, lambda, rc);
     dist::PsConfig pc;
     pc.timeline = s.timeline;
@@ -224,9 +224,9 @@ int run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, const dist:
                     static_cast<long long>(r.dropped_gradients), rule.staleness().mean(),
                     static_cast<long long>(rule.staleness().max()), r.elapsed_s, snap_path.c_str(), stale_path.c_str());
     } else {
-        std::printf("PS: stopped at update %lld after %.1f s: %s. The newest checkpoint is %s; go on with: rudra dist "
-                    "--resume %s%s\n",
-                    static_cast<long long>(r.updates), r.elapsed_s, r.why.c_str(), ck_path.c_str(), o.output.c_str(),
+        std::printf("PS: stopped at update %lld after %.1f s: %s. The newest checkpoint is %s; %s%s\n",
+                    static_cast<long long>(r.updates), r.elapsed_s, r.why.c_str(), ck_path.c_str(),
+                    resume_hint(o.output).c_str(),
                     r.end == dist::PsResult::End::LearnerLost ? " (with as many learners as answer)" : "");
     }
     std::fflush(stdout);
@@ -465,7 +465,7 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
                 // for it forever: only ending the whole job frees them.
                 const std::string who = e.peer() >= 0 ? "rank " + std::to_string(e.peer()) : std::string("a rank");
                 say(protocol.name() + ": " + who + " lost (" + e.what() + "). The newest checkpoint is " +
-                    checkpoint_path(o.output) + "; go on with: rudra dist --resume " + o.output +
+                    checkpoint_path(o.output) + "; " + resume_hint(o.output) +
                     " (with as many learners as answer)");
                 say(protocol.name() + ": ending the job with exit code " + std::to_string(kExitLearnerLost));
                 usleep(500000);  // the statistics server logs the loss meanwhile
@@ -528,7 +528,7 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
         std::fflush(stdout);
         std::fprintf(stderr, "rudra dist [rank %d]: error: a file could not be written: %s. Every rank stops (exit code %d); %s%s\n",
                      rank, e.what(), kExitWriteFailed, kept.c_str(),
-                     trained && fs::exists(ck) ? (". Once the cause is fixed, go on with: rudra dist --resume " + o.output).c_str() : "");
+                     trained && fs::exists(ck) ? (". Once the cause is fixed, " + resume_hint(o.output)).c_str() : "");
         std::fflush(stderr);
         usleep(300000);  // let mpiexec relay the message before MPI_Abort ends its proxies
         dist::MpiSession::abort_all(kExitWriteFailed);

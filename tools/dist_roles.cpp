@@ -20,6 +20,7 @@
 #include "dist/relay_server.h"
 #include "dist/messages.h"
 #include "dist/stats_server.h"
+#include "dist/update_rule.h"
 #include "nn/atomic_file.h"
 #include "session/metrics_log.h"
 #include "tools/dist_display.h"
@@ -42,6 +43,10 @@ void say(const std::string& line) {
     std::printf("%s\n", line.c_str());
     std::fflush(stdout);
 }
+
+std::string resume_hint(const std::string& output) { return "go on with: rudra dist --resume " + output; }
+
+uint64_t sample_stream_seed(uint64_t run_seed, int stream) { return run_seed * 7919 + static_cast<uint64_t>(stream); }
 
 std::vector<int> ranks_from(int first, int size) {
     std::vector<int> r;
@@ -213,7 +218,7 @@ void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, 
         s.resume ? s.resume->applied(s.layout.learner_index(rank)) * (protocol.elastic() ? o.tau : 1) : 0;
     const uint64_t position = static_cast<uint64_t>(taken) * static_cast<uint64_t>(run.batch());
     data::Prefetcher prefetch(sets.train, run.train_transform(), run.batch(),
-                              s.spec.seed * 7919 + static_cast<uint64_t>(stream), position, binding.helper_thread,
+                              sample_stream_seed(s.spec.seed, stream), position, binding.helper_thread,
                               o.data.decode_threads, sets.skipped.get());
     nn::ParamStore& params = run.params();
     if (protocol.elastic()) {
@@ -424,7 +429,7 @@ int run_allreduce_role(const DistOptions& o, const Setup& s, dist::Transport& t,
     // As hardsync: one update of lambda*mu samples takes alpha0 * sqrt(lambda*mu / B).
     const int mu = s.spec.batch > 0 ? s.spec.batch : s.train_layer().batch_size;
     const int reference = o.reference_batch > 0 ? o.reference_batch : s.train_layer().batch_size;
-    spec.solver.lr.base_lr *= std::sqrt(double(lambda) * mu / reference);
+    spec.solver.lr.base_lr *= dist::synchronous_lr_scale(lambda, mu, reference);
     session::TrainingSession run(spec, sets, {.train_net = true, .test_net = false, .solver = true});
     if (!o.warm_start.empty()) run.restore(s.warm, o.warm_start, session::TrainingSession::History::IfMatching);
     const int64_t resumed = resumed_steps(s, run, rank == kPsRank, lambda);
@@ -435,7 +440,7 @@ int run_allreduce_role(const DistOptions& o, const Setup& s, dist::Transport& t,
             " (alpha0 * sqrt(lambda*mu/" + std::to_string(reference) + "))");
     // Each learner's own stream; a resumed one goes on after the mini-batches it has taken.
     data::Prefetcher prefetch(sets.train, run.train_transform(), run.batch(),
-                              s.spec.seed * 7919 + static_cast<uint64_t>(rank),
+                              sample_stream_seed(s.spec.seed, rank),
                               static_cast<uint64_t>(resumed) * static_cast<uint64_t>(run.batch()), binding.helper_thread,
                               o.data.decode_threads, sets.skipped.get());
     nn::ParamStore& params = run.params();
@@ -475,7 +480,7 @@ int run_allreduce_role(const DistOptions& o, const Setup& s, dist::Transport& t,
     if (rank != kPsRank) return 0;
     if (r.stopped) {
         say("allreduce: stopped by a signal at step " + std::to_string(start_iteration + r.steps) +
-            "; go on with: rudra dist --resume " + o.output);
+            "; " + resume_hint(o.output));
         return kExitStopped;
     }
     const std::string snap_path = (fs::path(o.output) / "final.rudra").string();
@@ -526,7 +531,7 @@ int run_gossip_role(const DistOptions& o, const Setup& s, dist::Transport& t, di
         say(protocol.name() + ": " + std::to_string(group.members()) + " learners step locally and exchange models " +
             "with a random peer every " + std::to_string(o.tau) + " steps");
     data::Prefetcher prefetch(sets.train, run.train_transform(), run.batch(),
-                              s.spec.seed * 7919 + static_cast<uint64_t>(rank),
+                              sample_stream_seed(s.spec.seed, rank),
                               static_cast<uint64_t>(before) * static_cast<uint64_t>(run.batch()), binding.helper_thread,
                               o.data.decode_threads, sets.skipped.get());
     nn::ParamStore& params = run.params();
@@ -577,7 +582,7 @@ int run_gossip_role(const DistOptions& o, const Setup& s, dist::Transport& t, di
     if (rank != kPsRank) return 0;
     if (r.stopped) {
         say(protocol.name() + ": stopped by a signal after epoch " + std::to_string(r.epoch) +
-            "; go on with: rudra dist --resume " + o.output);
+            "; " + resume_hint(o.output));
         return kExitStopped;
     }
     std::copy(r.average.begin(), r.average.end(), params.values());

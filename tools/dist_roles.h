@@ -75,6 +75,10 @@ std::string checkpoint_metadata(const std::string& reason, int64_t epoch, double
 
 std::string utc_now();
 void say(const std::string& line);  // a line on stdout, flushed
+// "go on with: rudra dist --resume OUTDIR": how every stop that leaves a checkpoint ends.
+std::string resume_hint(const std::string& output);
+// The seed of a learner's own sample stream (base's learners are streams 2, 3, ...).
+uint64_t sample_stream_seed(uint64_t run_seed, int stream);
 std::vector<int> ranks_from(int first, int size);
 std::string number_text(double v);  // 1.5, not 1.500000
 double easgd_beta(const DistOptions& o, int learners);
