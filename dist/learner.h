@@ -34,8 +34,8 @@ struct LearnerConfig {
     int broadcast_parent = -1;
     std::vector<int> broadcast_children;
     double peer_timeout_s = kDefaultPeerTimeoutS;
-    // Whether a rank still answers (its heartbeats): a 244 MB version moves only as fast as both
-    // ranks are scheduled, and on an oversubscribed node took longer than the peer timeout.
+    // Whether a rank still answers (its heartbeats): how long a large version takes to arrive
+    // says nothing of its sender.
     std::function<bool(int rank)> peer_alive;
     Timeline* timeline = nullptr;  // --timeline: compute, wait, pull and push spans
     std::function<void(const std::string&)> log;  // adv*: children left out, parents lost (optional)

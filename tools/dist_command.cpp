@@ -385,9 +385,8 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
         dist::RankLayout layout;
         if (!decentralized) layout = dist::RankLayout::make(topology, nodes, o.fan_out, o.broadcast_fan_out);
         // Under adv and adv*, a rank also beats to the ranks besides rank 0 that it sends to or
-        // receives from (its leaf PS, its learners, its broadcast parent and children): a rank
-        // judges a sender by its heartbeats, and a leaf PS that heard none from its learners
-        // took every slow 244 MB gradient for one from a lost learner and gave it up.
+        // receives from (its leaf PS, its learners, its broadcast parent and children), since
+        // each judges its senders by their heartbeats.
         if (topology != dist::Topology::Base && rank != kPsRank)
             for (int peer : layout.peers(rank)) heartbeat.notify(peer);
         const int lambda = decentralized ? transport.size() - 1 : static_cast<int>(layout.learners().size());
