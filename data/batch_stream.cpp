@@ -30,6 +30,7 @@ Prefetcher::Prefetcher(const Dataset& d, const Transform& t, int batch, uint64_t
       decode_threads_(std::max(1, decode_threads)),
       skipped_(skipped),
       order_(d.size(), seed),
+      scratch_(decode_threads_),
       next_position_(start) {
     if (d.size() == 0) throw DataError(d.source + ": the data set is empty");
     for (auto& s : slots_) {
@@ -57,9 +58,9 @@ void Prefetcher::fill(Batch& b, uint64_t position) {
     b.first_position = position;
     std::vector<int64_t> index(batch_);
     for (int i = 0; i < batch_; ++i) index[i] = order_.at(position + i);
-    const std::function<void(int64_t)> one = [&](int64_t i) {
+    const WorkerPool::Work one = [&](int64_t i, int worker) {
         const uint64_t p = position + i;
-        std::vector<uint8_t> scratch;
+        ReadScratch& scratch = scratch_[worker];
         const uint8_t* pixels = nullptr;
         int64_t idx = index[i];
         for (int64_t tries = 0;; ++tries) {
@@ -79,7 +80,7 @@ void Prefetcher::fill(Batch& b, uint64_t position) {
     if (pool_) {
         pool_->run(batch_, one);
     } else {
-        for (int i = 0; i < batch_; ++i) one(i);
+        for (int i = 0; i < batch_; ++i) one(i, 0);
     }
 }
 

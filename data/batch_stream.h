@@ -66,6 +66,7 @@ private:
     const int decode_threads_;
     SkipLog* const skipped_;
     ShuffledOrder order_;
+    std::vector<ReadScratch> scratch_;  // one per decode thread
     Batch slots_[2];
     int ready_ = 0;      // batches filled and not yet taken (0..2)
     int consumer_ = -1;  // slot the consumer holds, -1 none

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "data/image_decode.h"
+
 namespace rudra::data {
 
 // A problem with a data file; the message names the file and what is wrong.
@@ -17,6 +19,13 @@ public:
 
 class SampleReader;
 class SkipLog;
+
+// What a thread reading samples keeps from one to the next, so that reading one allocates
+// nothing: the sample's bytes and the decoder's buffers.
+struct ReadScratch {
+    std::vector<uint8_t> sample;
+    DecodeBuffers decode;
+};
 
 struct Dataset {
     std::string source;        // file(s) it came from, for messages
@@ -38,8 +47,8 @@ struct Dataset {
     int64_t size() const { return reader ? streamed : static_cast<int64_t>(labels.size()); }
     bool is_streamed() const { return reader != nullptr; }
     // Sample i: its label, and `pixels` pointing at its bytes [C, H, W], which are in memory or
-    // read into `scratch` (valid until scratch changes). Throws DataError naming the record.
-    int read(int64_t i, std::vector<uint8_t>& scratch, const uint8_t*& pixels) const;
+    // read into `scratch` (valid until scratch is used again). Throws DataError naming the record.
+    int read(int64_t i, ReadScratch& scratch, const uint8_t*& pixels) const;
     int64_t sample_bytes() const { return static_cast<int64_t>(channels) * height * width; }
     const uint8_t* pixel_data() const { return mapped ? mapped : pixels.data(); }
     // In-memory sets only.

@@ -18,6 +18,12 @@ namespace {
 
 constexpr int kMaxSide = 1 << 15;  // larger images are refused: their buffers would be gigabytes
 
+// n bytes of v, grown when it is smaller (never shrunk, never filled).
+uint8_t* room(std::vector<uint8_t>& v, size_t n) {
+    if (v.size() < n) v.resize(n);
+    return v.data();
+}
+
 // libjpeg reports errors through a callback that must not return: it jumps back to the decode
 // call with the message, which is then thrown from ordinary code (no C++ exception crosses C).
 struct JpegError {
@@ -33,20 +39,25 @@ extern "C" void jpeg_fail(j_common_ptr c) {
 }
 extern "C" void jpeg_quiet(j_common_ptr, int) {}
 
-// Interleaved rows (RGB or grey) to planes (B, G, R or grey).
+// Interleaved rows (RGB or grey) to planes (B, G, R or grey); each case its own loop, so that
+// none tests the channels per pixel.
 void to_planes(const uint8_t* rows, int h, int w, int in_channels, int channels, uint8_t* out) {
     const int64_t plane = static_cast<int64_t>(h) * w;
-    for (int64_t i = 0; i < plane; ++i) {
-        const uint8_t* px = rows + i * in_channels;
-        if (channels == 1) {
-            out[i] = in_channels == 1 ? px[0]
-                                      : static_cast<uint8_t>((px[0] * 4899 + px[1] * 9617 + px[2] * 1868 + 8192) >> 14);
-        } else if (in_channels == 1) {
-            out[i] = out[plane + i] = out[2 * plane + i] = px[0];
-        } else {
-            out[i] = px[2];
-            out[plane + i] = px[1];
-            out[2 * plane + i] = px[0];
+    uint8_t *p0 = out, *p1 = out + plane, *p2 = out + 2 * plane;
+    if (channels == 1 && in_channels == 1) {
+        std::memcpy(out, rows, static_cast<size_t>(plane));
+    } else if (channels == 1) {
+        for (int64_t i = 0; i < plane; ++i) {
+            const uint8_t* px = rows + 3 * i;
+            p0[i] = static_cast<uint8_t>((px[0] * 4899 + px[1] * 9617 + px[2] * 1868 + 8192) >> 14);
+        }
+    } else if (in_channels == 1) {
+        for (int64_t i = 0; i < plane; ++i) p0[i] = p1[i] = p2[i] = rows[i];
+    } else {
+        for (int64_t i = 0; i < plane; ++i) {
+            p0[i] = rows[3 * i + 2];
+            p1[i] = rows[3 * i + 1];
+            p2[i] = rows[3 * i];
         }
     }
 }
@@ -76,24 +87,24 @@ bool jpeg_decode_rows(jpeg_decompress_struct& c, JpegError& err, const uint8_t* 
     }
     jpeg_start_decompress(&c);
     const size_t stride = static_cast<size_t>(c.output_width) * c.output_components;
-    rows.resize(stride * c.output_height);
+    uint8_t* const out = room(rows, stride * c.output_height);
     while (c.output_scanline < c.output_height) {
-        JSAMPROW row = rows.data() + static_cast<size_t>(c.output_scanline) * stride;
+        JSAMPROW row = out + static_cast<size_t>(c.output_scanline) * stride;
         jpeg_read_scanlines(&c, &row, 1);
     }
     jpeg_finish_decompress(&c);
     return true;
 }
 
-Image decode_jpeg(const uint8_t* bytes, size_t size, int channels, int want_h, int want_w, const std::string& what) {
+ImageView decode_jpeg(const uint8_t* bytes, size_t size, int channels, int want_h, int want_w, const std::string& what,
+                      DecodeBuffers& b) {
     jpeg_decompress_struct c{};
     JpegError err{};
     c.err = jpeg_std_error(&err.mgr);
     err.mgr.error_exit = jpeg_fail;
     err.mgr.emit_message = jpeg_quiet;
     jpeg_create_decompress(&c);
-    std::vector<uint8_t> rows;
-    const bool ok = jpeg_decode_rows(c, err, bytes, size, channels, want_h, want_w, rows);
+    const bool ok = jpeg_decode_rows(c, err, bytes, size, channels, want_h, want_w, b.rows);
     const int h = static_cast<int>(c.output_height), w = static_cast<int>(c.output_width);
     const int in_channels = c.output_components;
     if (channels == 0) channels = in_channels == 1 ? 1 : 3;
@@ -102,16 +113,12 @@ Image decode_jpeg(const uint8_t* bytes, size_t size, int channels, int want_h, i
     jpeg_destroy_decompress(&c);
     if (!ok) throw DataError(what + ": corrupt or truncated JPEG: " + err.message);
     if (warnings > 0) throw DataError(what + ": corrupt or truncated JPEG (the decoder warned about its data)");
-    Image img;
-    img.channels = channels;
-    img.height = h;
-    img.width = w;
-    img.planes.resize(static_cast<size_t>(channels) * h * w);
-    to_planes(rows.data(), h, w, in_channels, channels, img.planes.data());
-    return img;
+    uint8_t* planes = room(b.planes, static_cast<size_t>(channels) * h * w);
+    to_planes(b.rows.data(), h, w, in_channels, channels, planes);
+    return {channels, h, w, planes};
 }
 
-Image decode_png(const uint8_t* bytes, size_t size, int channels, const std::string& what) {
+ImageView decode_png(const uint8_t* bytes, size_t size, int channels, const std::string& what, DecodeBuffers& b) {
     png_image png{};
     png.version = PNG_IMAGE_VERSION;
     if (!png_image_begin_read_from_memory(&png, bytes, size))
@@ -123,16 +130,13 @@ Image decode_png(const uint8_t* bytes, size_t size, int channels, const std::str
     }
     if (channels == 0) channels = (png.format & PNG_FORMAT_FLAG_COLOR) ? 3 : 1;
     png.format = channels == 1 ? PNG_FORMAT_GRAY : PNG_FORMAT_RGB;
-    std::vector<uint8_t> rows(PNG_IMAGE_SIZE(png));
-    if (!png_image_finish_read(&png, nullptr, rows.data(), 0, nullptr))
+    uint8_t* rows = room(b.rows, PNG_IMAGE_SIZE(png));
+    if (!png_image_finish_read(&png, nullptr, rows, 0, nullptr))
         throw DataError(what + ": corrupt or truncated PNG: " + png.message);
-    Image img;
-    img.channels = channels;
-    img.height = static_cast<int>(png.height);
-    img.width = static_cast<int>(png.width);
-    img.planes.resize(static_cast<size_t>(channels) * img.height * img.width);
-    to_planes(rows.data(), img.height, img.width, channels, channels, img.planes.data());
-    return img;
+    const int h = static_cast<int>(png.height), w = static_cast<int>(png.width);
+    uint8_t* planes = room(b.planes, static_cast<size_t>(channels) * h * w);
+    to_planes(rows, h, w, channels, channels, planes);
+    return {channels, h, w, planes};
 }
 
 }  // namespace
@@ -165,26 +169,34 @@ void resize_bilinear(const uint8_t* src, int channels, int h, int w, uint8_t* ds
     }
 }
 
-Image decode_image(const uint8_t* bytes, size_t size, int channels, int resize_h, int resize_w,
-                   const std::string& what) {
+ImageView decode_image(const uint8_t* bytes, size_t size, int channels, int resize_h, int resize_w,
+                       const std::string& what, DecodeBuffers& buffers) {
     if (channels != 0 && channels != 1 && channels != 3)
         throw DataError(what + ": images are read with 1 or 3 channels");
-    Image img;
+    ImageView img;
     if (size >= 3 && bytes[0] == 0xff && bytes[1] == 0xd8 && bytes[2] == 0xff)
-        img = decode_jpeg(bytes, size, channels, resize_h, resize_w, what);
+        img = decode_jpeg(bytes, size, channels, resize_h, resize_w, what, buffers);
     else if (size >= 8 && std::memcmp(bytes, "\x89PNG\r\n\x1a\n", 8) == 0)
-        img = decode_png(bytes, size, channels, what);
+        img = decode_png(bytes, size, channels, what, buffers);
     else
         throw DataError(what + ": not a JPEG or PNG file" + (size == 0 ? " (empty)" : ""));
     if (resize_h > 0 && resize_w > 0 && (img.height != resize_h || img.width != resize_w)) {
-        Image out;
-        out.channels = img.channels;
-        out.height = resize_h;
-        out.width = resize_w;
-        out.planes.resize(static_cast<size_t>(img.channels) * resize_h * resize_w);
-        resize_bilinear(img.planes.data(), img.channels, img.height, img.width, out.planes.data(), resize_h, resize_w);
-        return out;
+        uint8_t* out = room(buffers.resized, static_cast<size_t>(img.channels) * resize_h * resize_w);
+        resize_bilinear(img.planes, img.channels, img.height, img.width, out, resize_h, resize_w);
+        return {img.channels, resize_h, resize_w, out};
     }
+    return img;
+}
+
+Image decode_image(const uint8_t* bytes, size_t size, int channels, int resize_h, int resize_w,
+                   const std::string& what) {
+    DecodeBuffers buffers;
+    const ImageView v = decode_image(bytes, size, channels, resize_h, resize_w, what, buffers);
+    Image img;
+    img.channels = v.channels;
+    img.height = v.height;
+    img.width = v.width;
+    img.planes.assign(v.planes, v.planes + static_cast<size_t>(v.channels) * v.height * v.width);
     return img;
 }
 

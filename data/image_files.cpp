@@ -42,10 +42,10 @@ public:
     std::string where(int64_t i) const {
         return lines_[i] > 0 ? source_ + ":" + std::to_string(lines_[i]) + ": " + path(i) : path(i);
     }
-    int read(int64_t i, uint8_t* out) const override {
+    int read(int64_t i, uint8_t* out, DecodeBuffers& buffers) const override {
         const std::string what = where(i);
         const std::vector<uint8_t> bytes = read_file(path(i), what);
-        decode_to_shape(bytes.data(), bytes.size(), shape_, out, what);
+        decode_to_shape(bytes.data(), bytes.size(), shape_, out, what, buffers);
         return checked_label(labels_[i], what);
     }
 

@@ -71,7 +71,7 @@ public:
     int64_t count() const { return count_; }
     const SetShape& shape() const { return shape_; }
 
-    int read(int64_t i, uint8_t* out) const override {
+    int read(int64_t i, uint8_t* out, DecodeBuffers& buffers) const override {
         Txn txn(env_.get(), path_);
         MDB_cursor* cur = nullptr;
         check(mdb_cursor_open(txn.t, dbi_, &cur), path_, "mdb_cursor_open");
@@ -89,7 +89,7 @@ public:
             record_name(i, std::string(static_cast<const char*>(key.mv_data), key.mv_size));
         const Datum d = parse_datum(static_cast<const uint8_t*>(value.mv_data), value.mv_size, what);
         if (d.encoded) {
-            decode_to_shape(d.data, d.data_size, shape_, out, what);
+            decode_to_shape(d.data, d.data_size, shape_, out, what, buffers);
         } else {
             if (d.channels != shape_.channels || d.height != shape_.height || d.width != shape_.width)
                 throw DataError(what + ": a Datum of " + std::to_string(d.channels) + " x " +

@@ -85,11 +85,11 @@ void set_classes(Dataset& d) {
 
 }  // namespace
 
-int Dataset::read(int64_t i, std::vector<uint8_t>& scratch, const uint8_t*& out) const {
+int Dataset::read(int64_t i, ReadScratch& scratch, const uint8_t*& out) const {
     if (reader) {
-        scratch.resize(static_cast<size_t>(sample_bytes()));
-        const int label = reader->read(i, scratch.data());
-        out = scratch.data();
+        scratch.sample.resize(static_cast<size_t>(sample_bytes()));
+        const int label = reader->read(i, scratch.sample.data(), scratch.decode);
+        out = scratch.sample.data();
         return label;
     }
     out = sample(i);

@@ -24,9 +24,10 @@ struct ImageOptions {
 class SampleReader {
 public:
     virtual ~SampleReader() = default;
-    // Sample i's pixels [C, H, W] in the set's shape into `out`; returns its label. Safe to call
-    // from several threads at once. Throws DataError naming the file and record.
-    virtual int read(int64_t i, uint8_t* out) const = 0;
+    // Sample i's pixels [C, H, W] in the set's shape into `out`, decoded in the calling
+    // thread's `buffers`; returns its label. Safe to call from several threads at once, each
+    // with buffers of its own. Throws DataError naming the file and record.
+    virtual int read(int64_t i, uint8_t* out, DecodeBuffers& buffers) const = 0;
     // Labels at or above this are refused when read, naming the record (0: not checked): a set
     // whose labels are only known record by record (an LMDB) is checked as it is read.
     void limit_labels(int classes) const { label_limit_ = classes; }

@@ -25,14 +25,15 @@ std::vector<uint8_t> read_file(const std::string& path, const std::string& what)
     return b;
 }
 
-void decode_to_shape(const uint8_t* bytes, size_t size, const SetShape& shape, uint8_t* out, const std::string& what) {
-    const Image img = decode_image(bytes, size, shape.channels, shape.resize ? shape.height : 0,
-                                   shape.resize ? shape.width : 0, what);
+void decode_to_shape(const uint8_t* bytes, size_t size, const SetShape& shape, uint8_t* out, const std::string& what,
+                     DecodeBuffers& buffers) {
+    const ImageView img = decode_image(bytes, size, shape.channels, shape.resize ? shape.height : 0,
+                                       shape.resize ? shape.width : 0, what, buffers);
     if (img.height != shape.height || img.width != shape.width)
         throw DataError(what + ": a " + std::to_string(img.width) + "x" + std::to_string(img.height) +
                         " image in a set of " + std::to_string(shape.width) + "x" + std::to_string(shape.height) +
                         " (the first image's size): give new_height and new_width to resize them all");
-    std::memcpy(out, img.planes.data(), img.planes.size());
+    std::memcpy(out, img.planes, static_cast<size_t>(img.channels) * img.height * img.width);
 }
 
 SetShape shape_of_first(const uint8_t* bytes, size_t size, const ImageOptions& o, const std::string& what) {

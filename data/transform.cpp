@@ -1,21 +1,13 @@
 #include "data/transform.h"
 
+#include "base/mix64.h"
+
 namespace rudra::data {
-namespace {
-
-uint64_t splitmix64(uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-}  // namespace
 
 std::vector<float> pixel_mean(const Dataset& d) {
     const int64_t per = d.sample_bytes();
     std::vector<double> sum(per, 0.0);
-    std::vector<uint8_t> scratch;
+    ReadScratch scratch;
     for (int64_t i = 0; i < d.size(); ++i) {
         const uint8_t* s = nullptr;
         d.read(i, scratch, s);
@@ -35,7 +27,7 @@ void transform_pixels(const Dataset& d, const uint8_t* src, const Transform& t, 
     int y0 = (d.height - oh) / 2, x0 = (d.width - ow) / 2;
     bool flip = false;
     if (train && (t.crop || t.mirror)) {
-        const uint64_t r = splitmix64(key);
+        const uint64_t r = mix64(key);
         if (t.crop) {
             y0 = static_cast<int>(r % (d.height - oh + 1));
             x0 = static_cast<int>((r >> 20) % (d.width - ow + 1));
@@ -44,16 +36,28 @@ void transform_pixels(const Dataset& d, const uint8_t* src, const Transform& t, 
     }
     const int64_t plane = static_cast<int64_t>(d.height) * d.width;
     const bool per_pixel = static_cast<int64_t>(t.mean.size()) == plane * d.channels;
-    for (int c = 0; c < d.channels; ++c)
-        for (int y = 0; y < oh; ++y)
-            for (int x = 0; x < ow; ++x) {
-                const int sy = y + y0, sx = flip ? (x0 + ow - 1 - x) : (x + x0);
-                const int64_t si = c * plane + static_cast<int64_t>(sy) * d.width + sx;
-                float m = 0.0f;
-                if (per_pixel) m = t.mean[si];
-                else if (!t.mean.empty()) m = t.mean[t.mean.size() == 1 ? 0 : c];
-                out[(static_cast<int64_t>(c) * oh + y) * ow + x] = (src[si] - m) * t.scale;
+    const float scale = t.scale;
+    // Row by row with the choices made outside the loops, so that each row is one vectorised
+    // pass: a mirrored row is written from its end (output x takes column x0 + ow - 1 - x).
+    for (int c = 0; c < d.channels; ++c) {
+        const float channel_mean = per_pixel || t.mean.empty() ? 0.0f : t.mean[t.mean.size() == 1 ? 0 : c];
+        for (int y = 0; y < oh; ++y) {
+            const int64_t first = c * plane + static_cast<int64_t>(y + y0) * d.width + x0;
+            const uint8_t* s = src + first;
+            float* o = out + (static_cast<int64_t>(c) * oh + y) * ow;
+            if (per_pixel) {
+                const float* m = t.mean.data() + first;
+                if (flip)
+                    for (int x = 0; x < ow; ++x) o[ow - 1 - x] = (s[x] - m[x]) * scale;
+                else
+                    for (int x = 0; x < ow; ++x) o[x] = (s[x] - m[x]) * scale;
+            } else if (flip) {
+                for (int x = 0; x < ow; ++x) o[ow - 1 - x] = (s[x] - channel_mean) * scale;
+            } else {
+                for (int x = 0; x < ow; ++x) o[x] = (s[x] - channel_mean) * scale;
             }
+        }
+    }
 }
 
 }  // namespace rudra::data

@@ -4,9 +4,9 @@ namespace rudra::data {
 
 WorkerPool::WorkerPool(int threads, std::function<void()> on_start) {
     for (int t = 1; t < threads; ++t)
-        threads_.emplace_back([this, on_start] {
+        threads_.emplace_back([this, on_start, t] {
             if (on_start) on_start();
-            serve();
+            serve(t);
         });
 }
 
@@ -19,7 +19,7 @@ WorkerPool::~WorkerPool() {
     for (auto& t : threads_) t.join();
 }
 
-void WorkerPool::take_items() {
+void WorkerPool::take_items(int worker) {
     std::unique_lock<std::mutex> lock(mu_);
     while (work_ && next_ < n_) {
         const int64_t i = next_++;
@@ -27,7 +27,7 @@ void WorkerPool::take_items() {
         lock.unlock();
         std::exception_ptr e;
         try {
-            (*work)(i);
+            (*work)(i, worker);
         } catch (...) {
             e = std::current_exception();
         }
@@ -37,7 +37,7 @@ void WorkerPool::take_items() {
     }
 }
 
-void WorkerPool::serve() {
+void WorkerPool::serve(int worker) {
     uint64_t seen = 0;
     for (;;) {
         {
@@ -46,11 +46,11 @@ void WorkerPool::serve() {
             if (stop_) return;
             seen = generation_;
         }
-        take_items();
+        take_items(worker);
     }
 }
 
-void WorkerPool::run(int64_t n, const std::function<void(int64_t)>& work) {
+void WorkerPool::run(int64_t n, const Work& work) {
     if (n <= 0) return;
     {
         std::lock_guard<std::mutex> lock(mu_);
@@ -61,7 +61,7 @@ void WorkerPool::run(int64_t n, const std::function<void(int64_t)>& work) {
         ++generation_;
     }
     start_.notify_all();
-    take_items();
+    take_items(0);
     std::unique_lock<std::mutex> lock(mu_);
     done_.wait(lock, [&] { return finished_ == n_; });
     work_ = nullptr;

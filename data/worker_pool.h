@@ -19,18 +19,21 @@ public:
     WorkerPool(const WorkerPool&) = delete;
     WorkerPool& operator=(const WorkerPool&) = delete;
 
-    // Runs work(i) for i in [0, n) on the pool and the caller; returns when all are done.
-    // The first exception thrown by an item is rethrown here (the others items still run).
-    void run(int64_t n, const std::function<void(int64_t)>& work);
+    // Runs work(i, worker) for i in [0, n) on the pool and the caller; returns when all are
+    // done. worker, in [0, threads()), names the thread running the item (0: the caller), so
+    // that each can keep buffers of its own. The first exception thrown by an item is rethrown
+    // here (the other items still run).
+    using Work = std::function<void(int64_t item, int worker)>;
+    void run(int64_t n, const Work& work);
     int threads() const { return static_cast<int>(threads_.size()) + 1; }
 
 private:
-    void serve();
-    void take_items();
+    void serve(int worker);
+    void take_items(int worker);
 
     std::mutex mu_;
     std::condition_variable start_, done_;
-    const std::function<void(int64_t)>* work_ = nullptr;
+    const Work* work_ = nullptr;
     int64_t n_ = 0, next_ = 0, finished_ = 0;
     uint64_t generation_ = 0;
     bool stop_ = false;

@@ -21,12 +21,13 @@ struct LrnGeometry {
 //   avx512_narrow: within a channel, rows up to 16 wide, local_size up to 15, beta 0.75; a row is
 //                  one register, and backward computes the scale again from x instead of
 //                  keeping it (which costs less than writing it and reading it back)
-//   portable:      any; keeps the scale for the backward pass
+//   portable:      any; keeps the scale for the backward pass within a channel (across
+//                  channels backward computes it again, as avx512_narrow does)
 class LrnKernel {
 public:
     // Arrays are [num, channels, height, width].
     LrnKernel(const LrnGeometry& g, int num, const IsaGate& gate = isa_gate());
-    // Working memory both passes share: the scale kept from forward, backward's work.
+    // Working memory both passes share: the scale kept from forward.
     size_t scratch_floats() const { return scratch_floats_; }
     void forward(const float* x, float* y, float* scratch) const;
     // dx = dy * s^-beta - 2*alpha*beta/norm * x * window_sum(dy * y / s); scratch as forward left it.
@@ -42,7 +43,7 @@ public:
         void (*forward)(const float* x, const LrnGeometry& g, int num, float* y, float* scratch);
         void (*backward)(const float* x, const float* y, const float* dy, const LrnGeometry& g, int num, float* dx,
                          float* scratch);
-        bool keeps_scale;  // needs scratch of 2 x the tensor
+        size_t (*scratch_floats)(const LrnGeometry& g, int num);  // what forward keeps for backward
     };
 
 private:

@@ -137,7 +137,8 @@ void backward(const float* x, const float*, const float* dy, const LrnGeometry& 
 
 #pragma GCC diagnostic pop
 
-const LrnKernel::Passes kPasses{forward, backward, false};
+size_t no_scratch(const LrnGeometry&, int) { return 0; }
+const LrnKernel::Passes kPasses{forward, backward, no_scratch};
 
 }  // namespace
 

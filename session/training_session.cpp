@@ -34,7 +34,7 @@ int fill_test_batch(nn::Net& net, const data::Dataset& d, const data::Transform&
     const int batch = net.batch();
     const int64_t per = x.count() / batch;
     const int real = static_cast<int>(std::min<int64_t>(batch, d.size() - first));
-    std::vector<uint8_t> scratch;
+    data::ReadScratch scratch;
     for (int i = 0; i < batch; ++i) {
         if (i < real) {
             const uint8_t* pixels = nullptr;

@@ -12,9 +12,11 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <random>
 #include <set>
 #include <thread>
 
+#include "base/mix64.h"
 #include "data/batch_stream.h"
 #include "data/dataset.h"
 #include "data/shared_bytes.h"
@@ -22,6 +24,7 @@
 #include "test_files.h"
 
 using namespace rudra::data;
+using rudra::mix64;
 using namespace rudra::test;
 
 namespace {
@@ -148,6 +151,61 @@ TEST_CASE("mean and transform: per-pixel mean, scale, centre crop, mirror") {
         firsts.insert(out[0]);
     }
     CHECK(firsts.size() >= 3);
+}
+
+TEST_CASE("transform: every crop, mirror and mean form agrees with a pixel-by-pixel reference") {
+    Dataset d;
+    d.channels = 3;
+    d.height = 9;
+    d.width = 11;
+    const int64_t per = d.sample_bytes();
+    std::mt19937 rng(5);
+    for (int64_t i = 0; i < 2 * per; ++i) d.pixels.push_back(static_cast<uint8_t>(rng() % 256));
+    d.labels = {0, 1};
+    std::vector<float> per_pixel(per);
+    for (float& m : per_pixel) m = static_cast<float>(rng() % 2000) / 10.0f;
+    const std::vector<std::vector<float>> means = {{}, {17.5f}, {104.0f, 117.0f, 123.0f}, per_pixel};
+    for (const auto& mean : means)
+        for (int crop : {0, 5, 9})
+            for (bool mirror : {false, true})
+                for (bool train : {false, true})
+                    for (uint64_t key = 0; key < 8; ++key) {
+                        Transform t;
+                        t.mean = mean;
+                        t.crop = crop;
+                        t.mirror = mirror;
+                        t.scale = 0.25f;
+                        const int oh = t.out_h(d), ow = t.out_w(d);
+                        std::vector<float> out(static_cast<size_t>(d.channels) * oh * ow);
+                        transform_sample(d, 1, t, train, key, out.data());
+                        // Where the sample's first output pixel came from: the window's corner and
+                        // whether it is mirrored, read back from the output of a known mean.
+                        int y0 = (d.height - oh) / 2, x0 = (d.width - ow) / 2;
+                        bool flip = false;
+                        if (train && (crop || mirror)) {
+                            const uint64_t r = mix64(key);
+                            if (crop) {
+                                y0 = static_cast<int>(r % (d.height - oh + 1));
+                                x0 = static_cast<int>((r >> 20) % (d.width - ow + 1));
+                            }
+                            flip = mirror && ((r >> 40) & 1);
+                        }
+                        int wrong = 0;
+                        for (int c = 0; c < d.channels; ++c)
+                            for (int y = 0; y < oh; ++y)
+                                for (int x = 0; x < ow; ++x) {
+                                    const int sx = flip ? x0 + ow - 1 - x : x0 + x;
+                                    const int64_t si = c * d.height * d.width + (y0 + y) * d.width + sx;
+                                    const float m = mean.empty()          ? 0.0f
+                                                    : mean.size() == 1   ? mean[0]
+                                                    : mean.size() == 3   ? mean[c]
+                                                                         : mean[si];
+                                    const float want = (d.sample(1)[si] - m) * 0.25f;
+                                    wrong += out[(static_cast<int64_t>(c) * oh + y) * ow + x] != want;
+                                }
+                        CHECK_MESSAGE(wrong == 0, "mean of " << mean.size() << ", crop " << crop << ", mirror "
+                                                             << mirror << ", train " << train << ", key " << key);
+                    }
 }
 
 TEST_CASE("shuffled stream: each epoch is a permutation, seeded and different per epoch") {

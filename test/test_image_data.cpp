@@ -74,7 +74,7 @@ void write_lmdb(const fs::path& dir, const std::vector<std::vector<uint8_t>>& re
 }
 
 std::vector<uint8_t> read_sample(const Dataset& d, int64_t i, int* label = nullptr) {
-    std::vector<uint8_t> scratch;
+    ReadScratch scratch;
     const uint8_t* p = nullptr;
     const int l = d.read(i, scratch, p);
     if (label) *label = l;
@@ -272,20 +272,32 @@ TEST_CASE("class folders: classes by name, files by name, resized on request; li
     CHECK_THROWS_WITH_AS(read_sample(m, 4), doctest::Contains("g.png: a 12x11 image in a set of 12x10"), DataError);
 }
 
-TEST_CASE("the decode pool runs every item once and passes the first error on") {
+TEST_CASE("the decode pool runs every item once, on one worker at a time, and passes the first error on") {
     WorkerPool pool(4);
     CHECK(pool.threads() == 4);
     for (int round = 0; round < 20; ++round) {
         std::vector<std::atomic<int>> seen(97);
-        pool.run(97, [&](int64_t i) { seen[i]++; });
+        std::vector<std::atomic<int>> busy(pool.threads());  // items a worker runs at once: 0 or 1
+        std::atomic<int> overlaps{0}, outside{0};
+        pool.run(97, [&](int64_t i, int worker) {
+            if (worker < 0 || worker >= pool.threads()) {
+                outside++;
+                return;
+            }
+            if (busy[worker]++ != 0) overlaps++;
+            seen[i]++;
+            busy[worker]--;
+        });
+        CHECK(outside.load() == 0);
+        CHECK(overlaps.load() == 0);
         for (auto& s : seen) CHECK(s.load() == 1);
     }
-    CHECK_THROWS_WITH(pool.run(10, [](int64_t i) {
+    CHECK_THROWS_WITH(pool.run(10, [](int64_t i, int) {
                           if (i == 3) throw DataError("item 3");
                       }),
                       "item 3");
     std::atomic<int> after{0};
-    pool.run(5, [&](int64_t) { after++; });
+    pool.run(5, [&](int64_t, int) { after++; });
     CHECK(after.load() == 5);
 }
 

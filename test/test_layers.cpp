@@ -2,6 +2,7 @@
 // direct reference, pooling sizes against Caffe's rule, and forward values of the simple layers.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -437,6 +438,76 @@ TEST_CASE("lrn within a channel: forward and backward match Caffe's definition o
     }
 }
 
+TEST_CASE("lrn across channels: forward and backward match Caffe's definition, planes of several chunks") {
+    std::mt19937 rng(25);
+    std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+    struct Case {
+        int channels, h, w, size;
+        float beta, k;
+    };
+    // Planes above 512 positions take several chunks; fewer channels than the window clip it
+    // on both sides; k 0 leaves the scale to the sum alone.
+    for (Case c : {Case{8, 23, 29, 5, 0.75f, 1.0f}, Case{2, 5, 7, 5, 0.75f, 1.0f}, Case{1, 3, 3, 3, 0.75f, 2.0f},
+                   Case{7, 40, 13, 3, 0.6f, 1.0f}, Case{12, 9, 9, 7, 0.75f, 0.5f}, Case{5, 33, 33, 1, 0.75f, 1.0f}}) {
+        rudra::kernels::LrnGeometry g;
+        g.channels = c.channels;
+        g.height = c.h;
+        g.width = c.w;
+        g.local_size = c.size;
+        g.alpha = 0.7f;
+        g.beta = c.beta;
+        g.k = c.k;
+        g.across_channels = true;
+        const int num = 3;
+        const size_t plane = static_cast<size_t>(c.h) * c.w, count = num * c.channels * plane;
+        std::vector<float> x(count), dy(count);
+        for (float& v : x) v = u(rng);
+        for (float& v : dy) v = u(rng);
+        // In double: s = k + alpha/size * sum of x^2 over channels [c - before, c + after],
+        // y = x s^-beta, dx = dy s^-beta - 2 alpha beta / size * x * the same sum of (dy y / s).
+        const int before = (c.size - 1) / 2, after = c.size - 1 - before;
+        const double a = 0.7 / c.size;
+        auto window = [&](size_t n, int ch, size_t p, auto&& value) {
+            double sum = 0.0;
+            for (int cc = std::max(0, ch - before); cc <= std::min(c.channels - 1, ch + after); ++cc)
+                sum += value((n * c.channels + cc) * plane + p);
+            return sum;
+        };
+        std::vector<double> s(count), y_want(count), dx_want(count);
+        for (int pass = 0; pass < 2; ++pass)
+            for (size_t n = 0; n < static_cast<size_t>(num); ++n)
+                for (int ch = 0; ch < c.channels; ++ch)
+                    for (size_t p = 0; p < plane; ++p) {
+                        const size_t i = (n * c.channels + ch) * plane + p;
+                        if (pass == 0) {
+                            s[i] = c.k + a * window(n, ch, p, [&](size_t j) { return double(x[j]) * x[j]; });
+                            y_want[i] = x[i] * std::pow(s[i], -c.beta);
+                        } else {
+                            const double r = window(n, ch, p, [&](size_t j) { return dy[j] * y_want[j] / s[j]; });
+                            dx_want[i] = dy[i] * std::pow(s[i], -c.beta) - 2.0 * a * c.beta * x[i] * r;
+                        }
+                    }
+        for (const rudra::kernels::IsaGate& gate : allowed_gates()) {
+            const rudra::kernels::LrnKernel kernel(g, num, gate);
+            std::vector<float> y(count), dx(count, 7.0f), scratch(kernel.scratch_floats());
+            kernel.forward(x.data(), y.data(), scratch.data());
+            kernel.backward(x.data(), y.data(), dy.data(), dx.data(), scratch.data());
+            double worst_y = 0.0, worst_dx = 0.0;
+            for (size_t i = 0; i < count; ++i) {
+                worst_y = std::max(worst_y, std::fabs(y_want[i] - y[i]));
+                worst_dx = std::max(worst_dx, std::fabs(dx_want[i] - dx[i]));
+            }
+            CAPTURE(c.channels);
+            CAPTURE(c.h);
+            CAPTURE(c.w);
+            CAPTURE(c.size);
+            CAPTURE(kernel.describe());
+            CHECK(worst_y < 2e-5);
+            CHECK(worst_dx < 2e-5);
+        }
+    }
+}
+
 TEST_CASE("inner product on every GEMM backend: finite-difference gradients") {
     std::mt19937 rng(9);
     for (const char* backend : {"own", "blis", "onednn", "reference"})
@@ -472,6 +543,38 @@ TEST_CASE("dropout: train scales survivors, test is the identity, gradients foll
     te.randomize(rng);
     te.forward();
     for (int i = 0; i < 10; ++i) CHECK(te.top(0).data[i] == te.bottom(0).data[i]);
+}
+
+TEST_CASE("dropout on a large blob: the ratio holds, masks follow the seed, not the thread count") {
+    const int64_t n = 300000;  // above the size that splits the mask across the threads
+    LayerHarness h("name: 'd' type: 'Dropout' bottom: 'x' top: 'y' dropout_param { dropout_ratio: 0.3 }", {Shape{3, n / 3}});
+    std::fill(h.bottom(0).data, h.bottom(0).data + n, 1.0f);
+    auto mask = [&](uint64_t seed, int threads) {
+        const int before = omp_get_max_threads();
+        omp_set_num_threads(threads);
+        h.layer().seed(seed);
+        h.layer().forward({&h.bottom(0)}, {&h.top(0)});
+        omp_set_num_threads(before);
+        return std::vector<float>(h.top(0).data, h.top(0).data + n);
+    };
+    const std::vector<float> a = mask(7, 1);
+    int64_t dropped = 0, kept = 0;
+    for (float v : a) {
+        dropped += v == 0.0f;
+        kept += v == doctest::Approx(1.0f / 0.7f);
+    }
+    CHECK(dropped + kept == n);
+    CHECK(std::fabs(static_cast<double>(dropped) / n - 0.3) < 0.005);  // 0.3 within 6 standard deviations
+    CHECK(mask(7, 2) == a);   // the same draws on 2 threads
+    CHECK(mask(7, 1) == a);   // and again
+    CHECK(mask(8, 2) != a);   // another seed, another mask
+    // Two passes after one seed draw two masks, about as unlike as two independent ones.
+    h.layer().seed(7);
+    h.layer().forward({&h.bottom(0)}, {&h.top(0)});
+    h.layer().forward({&h.bottom(0)}, {&h.top(0)});
+    int64_t same_zero = 0;
+    for (int64_t i = 0; i < n; ++i) same_zero += a[i] == 0.0f && h.top(0).data[i] == 0.0f;
+    CHECK(std::fabs(static_cast<double>(same_zero) / n - 0.09) < 0.005);
 }
 
 TEST_CASE("softmax and softmax loss: gradients and values") {

@@ -120,7 +120,7 @@ int run_mean(const MeanOptions& o) {
     nn::check_can_write(o.output, "the mean file");
     const int64_t per = d.sample_bytes();
     std::vector<double> sum(static_cast<size_t>(per), 0.0);
-    std::vector<uint8_t> scratch;
+    data::ReadScratch scratch;
     for (int64_t i = 0; i < d.size(); ++i) {
         const uint8_t* px = nullptr;
         d.read(i, scratch, px);

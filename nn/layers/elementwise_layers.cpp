@@ -1,8 +1,11 @@
 // ReLU and dropout: element-wise, both may run in place (top == bottom).
+#include <cmath>
 #include <optional>
 #include <random>
 
+#include "base/mix64.h"
 #include "kernels/relu.h"
+#include "nn/arena_loop.h"
 
 #include "nn/layers/layer_args.h"
 
@@ -66,11 +69,18 @@ public:
             return;
         }
         // Inverted dropout: survivors are scaled by 1/(1-p) so the test net is the identity.
+        // Each unit draws from a hash of its index and one key per pass, not from a sequential
+        // generator (13 ns a draw: 6 ms of AlexNet's fc6 at mini-batch 128), so the draws split
+        // across the threads and come out the same for any number of them.
         const float keep_scale = 1.0f / (1.0f - ratio_);
-        std::bernoulli_distribution keep(1.0 - ratio_);
+        const uint64_t keep_below = static_cast<uint64_t>(std::ldexp(1.0 - static_cast<double>(ratio_), 32));
+        const uint64_t key = rng_();
         float* mask = scratch_;
-        for (long i = 0; i < count_; ++i) mask[i] = keep(rng_) ? keep_scale : 0.0f;
-        for (long i = 0; i < count_; ++i) y[i] = x[i] * mask[i];
+        arena_loop(count_, [&](long i) {
+            const uint64_t u = mix64(key ^ static_cast<uint64_t>(i)) >> 32;
+            mask[i] = u < keep_below ? keep_scale : 0.0f;
+            y[i] = x[i] * mask[i];
+        });
     }
     void backward(const std::vector<Blob*>& top, const std::vector<bool>& down,
                   const std::vector<Blob*>& bottom) override {
@@ -81,7 +91,8 @@ public:
             if (dx != dy) std::copy(dy, dy + count_, dx);
             return;
         }
-        for (long i = 0; i < count_; ++i) dx[i] = dy[i] * scratch_[i];
+        const float* mask = scratch_;
+        arena_loop(count_, [&](long i) { dx[i] = dy[i] * mask[i]; });
     }
 
 private:
