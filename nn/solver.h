@@ -16,7 +16,7 @@ public:
 
     // rate = policy(iter) * lr_scale; grads has the layout of params.grads().
     // momentum: the solver's own when negative; a parameter server may lower it for stale
-    // gradients (dist/update_rule.h).
+    // gradients (dist/ps/update_rule.h).
     void apply(const float* grads, int64_t iter, float lr_scale = 1.0f, float momentum = -1.0f);
     double rate(int64_t iter) const { return spec_.lr.rate(iter); }
 

@@ -6,8 +6,8 @@
 #include <thread>
 #include <vector>
 
-#include "dist/heartbeat.h"
-#include "dist/learner.h"
+#include "dist/ps/learner.h"
+#include "dist/transport/heartbeat.h"
 #include "nn/param_store.h"
 #include "nn/solver.h"
 

@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include "dist/receive_ahead.h"
-#include "dist/send_thread.h"
+#include "dist/ps/receive_ahead.h"
+#include "dist/transport/send_thread.h"
 
 using namespace rudra::dist;
 using namespace std::chrono_literals;

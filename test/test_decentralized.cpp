@@ -12,18 +12,18 @@
 #include <thread>
 
 #include "data/batch_stream.h"
-#include "dist/allreduce.h"
-#include "dist/easgd.h"
-#include "dist/gossip.h"
-#include "dist/heartbeat.h"
-#include "dist/inprocess_transport.h"
-#include "dist/parameter_server.h"
-#include "dist/update_rule.h"
-#include "dist/protocol.h"
-#include "dist/stats_server.h"
+#include "dist/methods/allreduce.h"
+#include "dist/methods/easgd.h"
+#include "dist/methods/gossip.h"
+#include "dist/ps/parameter_server.h"
+#include "dist/ps/protocol.h"
+#include "dist/ps/stats_server.h"
+#include "dist/ps/update_rule.h"
+#include "dist/transport/heartbeat.h"
+#include "dist/transport/inprocess_transport.h"
 #include "nn/net.h"
-#include "test/small_net.h"
 #include "nn/solver.h"
+#include "test/small_net.h"
 
 using namespace rudra;
 using namespace rudra::dist;

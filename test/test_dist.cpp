@@ -13,17 +13,17 @@
 #include <thread>
 
 #include "data/batch_stream.h"
-#include "dist/heartbeat.h"
-#include "dist/inprocess_transport.h"
-#include "dist/learner.h"
-#include "dist/parameter_server.h"
-#include "dist/stats_server.h"
-#include "dist/update_rule.h"
-#include "dist/wait_policy.h"
+#include "dist/ps/learner.h"
+#include "dist/ps/parameter_server.h"
+#include "dist/ps/stats_server.h"
+#include "dist/ps/update_rule.h"
+#include "dist/transport/heartbeat.h"
+#include "dist/transport/inprocess_transport.h"
+#include "dist/transport/wait_policy.h"
 #include "nn/net.h"
+#include "nn/solver.h"
 #include "test/dist_toys.h"
 #include "test/small_net.h"
-#include "nn/solver.h"
 
 using namespace rudra;
 using namespace rudra::dist;

@@ -11,14 +11,14 @@
 #include <thread>
 #include <vector>
 
-#include "dist/heartbeat.h"
-#include "dist/inprocess_transport.h"
-#include "dist/learner.h"
-#include "dist/parameter_server.h"
-#include "dist/relay_server.h"
-#include "dist/stats_server.h"
-#include "dist/topology.h"
-#include "dist/update_rule.h"
+#include "dist/ps/learner.h"
+#include "dist/ps/parameter_server.h"
+#include "dist/ps/relay_server.h"
+#include "dist/ps/stats_server.h"
+#include "dist/ps/topology.h"
+#include "dist/ps/update_rule.h"
+#include "dist/transport/heartbeat.h"
+#include "dist/transport/inprocess_transport.h"
 #include "nn/solver.h"
 #include "test/dist_toys.h"
 

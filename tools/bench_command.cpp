@@ -19,6 +19,8 @@
 #include <stdexcept>
 
 #include "kernels/aligned_buffer.h"
+
+#include "base/clock.h"
 #include "kernels/conv.h"
 #include "kernels/gemm.h"
 #include "kernels/peak.h"
@@ -91,7 +93,7 @@ void time_candidates(std::vector<Candidate>& cs, double min_time) {
         for (Candidate& c : cs) {
             const auto t0 = Clock::now();
             c.run();
-            const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+            const double s = seconds_since(t0);
             c.best = std::min(c.best, s);
             spent += s;
         }

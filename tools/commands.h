@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/transport.h"
+#include "dist/transport/transport.h"
 #include "nn/kernel_options.h"
 #include "session/data_setup.h"
 
@@ -111,7 +111,7 @@ struct DistOptions {
     std::string node_data_dir = "/dev/shm";  // where a node's ranks share one copy of the data ("": none)
     bool json = false;          // the metrics lines on stdout as JSON, instead of readable lines
     std::string progress = "auto";  // auto | bar | lines | off: progress within an epoch
-    std::string topology = "base";  // base | adv | adv* (dist/topology.h)
+    std::string topology = "base";  // base | adv | adv* (dist/ps/topology.h)
     int ranks_per_node = 0;     // adv: emulated nodes of this many consecutive ranks (0: the real nodes)
     int fan_out = 0;            // adv: leaf PSs below each parent (0: all below the root)
     int broadcast_fan_out = 2;  // adv*: learners each forwards the weights to

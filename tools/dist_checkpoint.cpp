@@ -6,7 +6,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "dist/update_rule.h"
+#include "dist/ps/update_rule.h"
 
 namespace rudra::tools {
 namespace fs = std::filesystem;

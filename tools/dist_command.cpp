@@ -1,7 +1,7 @@
 // rudra dist: the parameter-server system on MPI ranks. Rank 0 is the parameter server, rank 1
 // the statistics server, ranks 2.. the learners (lambda = ranks - 2); under --topology adv and
 // adv* rank 0 is the root of a tree of parameter servers, with a leaf PS on each node
-// (dist/topology.h). All-reduce and gossip have no PS: rank 0 is their first learner
+// (dist/ps/topology.h). All-reduce and gossip have no PS: rank 0 is their first learner
 // (tools/dist_roles.cpp).
 //
 // Faults (docs/faults.md): every rank runs a heartbeat; rank 0 writes checkpoints (the PS:
@@ -30,17 +30,19 @@
 #include <thread>
 
 #include "data/batch_stream.h"
-#include "dist/allreduce.h"
-#include "dist/easgd.h"
-#include "dist/heartbeat.h"
-#include "dist/timeline.h"
-#include "dist/learner.h"
-#include "dist/messages.h"
-#include "dist/mpi_transport.h"
-#include "dist/parameter_server.h"
-#include "dist/topology.h"
-#include "dist/stats_server.h"
-#include "dist/update_rule.h"
+
+#include "base/clock.h"
+#include "dist/methods/allreduce.h"
+#include "dist/methods/easgd.h"
+#include "dist/ps/learner.h"
+#include "dist/ps/parameter_server.h"
+#include "dist/ps/stats_server.h"
+#include "dist/ps/topology.h"
+#include "dist/ps/update_rule.h"
+#include "dist/transport/heartbeat.h"
+#include "dist/transport/messages.h"
+#include "dist/transport/mpi_transport.h"
+#include "dist/transport/timeline.h"
 #include "kernels/sgemm/sgemm.h"
 #include "nn/atomic_file.h"
 #include "nn/snapshot.h"
@@ -191,7 +193,7 @@ int run_ps(const DistOptions& o, const Setup& s, dist::Transport& t, const dist:
 
     using Clock = std::chrono::steady_clock;
     const auto started = Clock::now();
-    auto elapsed = [&] { return pc.elapsed_offset_s + std::chrono::duration<double>(Clock::now() - started).count(); };
+    auto elapsed = [&] { return pc.elapsed_offset_s + seconds_since(started); };
     const nlohmann::ordered_json settings = run_settings(o, lambda);
     dist::PsHooks hooks;
     hooks.checkpoint = [&](const std::string& reason) {

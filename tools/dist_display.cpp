@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "base/clock.h"
+
 namespace rudra::tools {
 namespace {
 
@@ -68,7 +70,7 @@ void DistDisplay::metrics_line(const nlohmann::ordered_json& line) {
 void DistDisplay::learners_report(int64_t minibatches, double loss) {
     if (over_) return;  // the learners' last reports
     const auto now = std::chrono::steady_clock::now();
-    const double elapsed = std::chrono::duration<double>(now - started_).count();
+    const double elapsed = seconds_between(started_, now);
     const int64_t trained = minibatches * batch_;
     // The learners compute ahead of the updates (under adv*, sums of many gradients wait to go
     // up): the line never counts past the run's last image.

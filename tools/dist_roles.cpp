@@ -12,15 +12,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/clock.h"
 #include "data/batch_stream.h"
 #include "data/skip_log.h"
-#include "dist/easgd.h"
-#include "dist/gossip.h"
-#include "dist/learner.h"
-#include "dist/relay_server.h"
-#include "dist/messages.h"
-#include "dist/stats_server.h"
-#include "dist/update_rule.h"
+#include "dist/methods/easgd.h"
+#include "dist/methods/gossip.h"
+#include "dist/ps/learner.h"
+#include "dist/ps/relay_server.h"
+#include "dist/ps/stats_server.h"
+#include "dist/ps/update_rule.h"
+#include "dist/transport/messages.h"
 #include "nn/atomic_file.h"
 #include "session/metrics_log.h"
 #include "tools/dist_display.h"
@@ -279,7 +280,7 @@ void run_relay_role(const DistOptions& o, const Setup& s, dist::Transport& t, co
 
 void training_starts(dist::Transport& t, const Setup& s) {
     const auto since_start = [&] {
-        return std::chrono::duration<double>(std::chrono::steady_clock::now() - s.process_start).count();
+        return seconds_since(s.process_start);
     };
     const double ready = since_start();
     // Every rank tells rank 0 it is ready and waits for rank 0's word: either every rank starts,

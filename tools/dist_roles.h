@@ -13,12 +13,12 @@
 
 #include "data/batch_stream.h"
 #include "data/dataset.h"
-#include "dist/allreduce.h"
-#include "dist/heartbeat.h"
-#include "dist/learner.h"
-#include "dist/protocol.h"
-#include "dist/topology.h"
-#include "dist/transport.h"
+#include "dist/methods/allreduce.h"
+#include "dist/ps/learner.h"
+#include "dist/ps/protocol.h"
+#include "dist/ps/topology.h"
+#include "dist/transport/heartbeat.h"
+#include "dist/transport/transport.h"
 #include "nn/snapshot.h"
 #include "session/training_session.h"
 #include "tools/commands.h"
@@ -107,7 +107,7 @@ void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, const d
 void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
                       const data::TrainTest& sets, const Binding& binding, dist::Heartbeat& heartbeat,
                       double straggle);
-// A leaf parameter server of --topology adv (dist/relay_server.h).
+// A leaf parameter server of --topology adv (dist/ps/relay_server.h).
 void run_relay_role(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
                     const data::TrainTest& sets, dist::Heartbeat& heartbeat);
 int run_allreduce_role(const DistOptions& o, const Setup& s, dist::Transport& t, dist::SumGroup& group,

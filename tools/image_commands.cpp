@@ -9,6 +9,8 @@
 #include <stdexcept>
 
 #include "data/batch_stream.h"
+
+#include "base/clock.h"
 #include "data/datum.h"
 #include "data/image_decode.h"
 #include "data/lmdb_writer.h"
@@ -163,7 +165,7 @@ int run_input(const InputOptions& o) {
     const auto start = std::chrono::steady_clock::now();
     double checksum = 0;
     for (int b = 0; b < o.batches; ++b) checksum += stream.next().data[0];
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double s = seconds_since(start);
     const double ips = o.batches * static_cast<double>(o.batch) / s;
     std::printf("input: %d batches of %d from %s (%d x %d x %d, crop %d%s): %.1f images/s with %d decode thread(s), "
                 "%.1f per thread (checksum %.3g)\n",

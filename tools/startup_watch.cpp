@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "dist/mpi_transport.h"
+#include "dist/transport/mpi_transport.h"
 #include "tools/exit_codes.h"
 
 namespace rudra::tools {

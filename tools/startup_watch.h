@@ -17,8 +17,8 @@
 #include <string>
 #include <thread>
 
-#include "dist/heartbeat.h"
-#include "dist/transport.h"
+#include "dist/transport/heartbeat.h"
+#include "dist/transport/transport.h"
 
 namespace rudra::tools {
 

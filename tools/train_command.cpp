@@ -13,6 +13,8 @@
 #include <filesystem>
 
 #include "data/batch_stream.h"
+
+#include "base/clock.h"
 #include "data/skip_log.h"
 #include "kernels/gemm.h"
 #include "session/metrics_log.h"
@@ -41,7 +43,6 @@ using Clock = std::chrono::steady_clock;
 std::atomic<bool> g_stop_requested{false};
 extern "C" void on_stop_signal(int) { g_stop_requested = true; }
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 void print_notes(const std::vector<std::string>& notes) {
     for (const auto& n : notes) std::printf("note: %s\n", n.c_str());

@@ -5,7 +5,7 @@ with --topology). For what one machine cannot run:
 predicts updates per second, the staleness histogram, the learners' overlap ratio (compute over
 compute plus waiting) and the PS's traffic, from a few costs that `rudra` measures.
 
-The model, as `rudra dist` does it (dist/learner.cpp, dist/parameter_server.cpp):
+The model, as `rudra dist` does it (dist/ps/learner.cpp, dist/ps/parameter_server.cpp):
 - A learner pulls: it sends the PS a request with the timestamp it holds; the PS answers with
   the weights only when it has newer ones (else an empty reply); under hardsync it answers once
   the update the learner waits for exists. Base mode waits for the reply, then computes; overlap

@@ -1,5 +1,5 @@
 """Rudra-adv and Rudra-adv* in the discrete-event model of simulate.py, as `rudra dist --topology`
-builds them (dist/topology.h, dist/relay_server.h, dist/weight_broadcast.h):
+builds them (dist/ps/topology.h, dist/ps/relay_server.h, dist/ps/weight_broadcast.h):
 
 - Learners sit on nodes of `learners_per_node` (or `--leaf-sizes`), each node with a leaf PS (a relay). A learner
   pushes its gradient to its relay over the node's link (node latency and bandwidth; the relay

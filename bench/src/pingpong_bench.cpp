@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "dist/mpi_transport.h"
-#include "dist/wait_policy.h"
+#include "dist/transport/mpi_transport.h"
+#include "dist/transport/wait_policy.h"
 
 using namespace rudra;
 

@@ -11,8 +11,8 @@
 #include <cstdlib>
 #include <vector>
 
-#include "dist/protocol.h"
-#include "dist/update_rule.h"
+#include "dist/ps/protocol.h"
+#include "dist/ps/update_rule.h"
 #include "nn/solver.h"
 
 using namespace rudra;

@@ -1,9 +1,9 @@
-// The decoders of the messages between ranks (dist/messages.h): headers, float payloads and the
+// The decoders of the messages between ranks (dist/transport/messages.h): headers, float payloads and the
 // leaf PS's relayed sums. A message of any length and contents is taken whole or refused; a sum
 // is taken exactly when its length matches its count (checked here in 128-bit arithmetic).
 #include <vector>
 
-#include "dist/messages.h"
+#include "dist/transport/messages.h"
 #include "test/fuzz/fuzz_target.h"
 
 namespace {

@@ -5,12 +5,12 @@
 #include <cmath>
 #include <string>
 
-#include "dist/protocol.h"
-#include "dist/topology.h"
+#include "dist/ps/protocol.h"
+#include "dist/ps/topology.h"
 #include "nn/kernel_options.h"
+#include "test/fuzz/fuzz_target.h"
 #include "tools/cli_checks.h"
 #include "tools/dist_roles.h"
-#include "test/fuzz/fuzz_target.h"
 
 namespace {
 

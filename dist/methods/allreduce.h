@@ -1,0 +1,142 @@
+// All-reduce SGD, with no parameter server: every learner computes a gradient on its own
+// mini-batch, the gradients are summed across the learners in buckets that start while the
+// backward pass is still running (the last layers' first, as Horovod and PyTorch DDP do), and
+// every learner applies the same averaged gradient with its own solver, so that the models stay
+// identical. Learner 0 sends the weights to the statistics server at each epoch boundary.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dist/transport/sum_group.h"
+#include "dist/transport/transport.h"
+#include "nn/net.h"
+
+namespace rudra::dist {
+
+class Timeline;
+
+using FloatRange = std::pair<size_t, size_t>;  // [begin, end) of the gradient arena
+
+// Groups the ranges of the gradient arena that become final, layer by layer from the last, into
+// buckets of at least `min_floats` contiguous floats; each full bucket is handed to `send`.
+class GradientBuckets {
+public:
+    // final_after[i]: the ranges whose gradients are final once layer i's backward pass ends.
+    GradientBuckets(std::vector<std::vector<FloatRange>> final_after, size_t min_floats);
+    void layer_done(size_t layer, const std::function<void(FloatRange)>& send);
+    void flush(const std::function<void(FloatRange)>& send);  // the last, partial bucket
+    size_t layers() const { return final_after_.size(); }
+
+private:
+    std::vector<std::vector<FloatRange>> final_after_;
+    size_t min_floats_;
+    FloatRange pending_{0, 0};
+};
+
+// For each layer of `net`, the ranges of its parameter arena (padding included, so that the
+// ranges tile the arena) whose gradients are final once that layer's backward pass ends.
+std::vector<std::vector<FloatRange>> final_gradients_by_layer(const nn::Net& net);
+
+// True when every member of `group` holds the same n weights, bit for bit (one small sum; every
+// member must call it). The all-reduce learners check it at each epoch boundary.
+bool models_agree(SumGroup& group, const float* weights, size_t n, const KeepWaiting& keep_waiting = {});
+
+// The first learner of a decentralized run, at its end: the statistics server acknowledges each
+// of the `epochs_sent` epochs, then says it is done. False when keep_waiting said stop first.
+bool await_stats_server(Transport& transport, int stats_rank, int64_t epochs_sent, const KeepWaiting& keep_waiting);
+
+// A rank silent longer than the peer timeout (dead or stopped), and for how long; rank -1: none.
+struct SilentPeer {
+    int rank = -1;
+    double silent_s = 0.0;
+};
+
+// The waits of a decentralized learner: keep_waiting() asks `silent_peer` (see AllreduceConfig)
+// and remembers the rank it names; gone() is the error that then ends the run.
+class PeerWatch {
+public:
+    PeerWatch(std::function<SilentPeer()> silent_peer, std::string method)
+        : silent_peer_(std::move(silent_peer)), method_(std::move(method)) {}
+    KeepWaiting keep_waiting() {
+        return [this] {
+            if (silent_peer_) lost_ = silent_peer_();
+            return lost_.rank < 0;
+        };
+    }
+    // The peer behind `e`: the one a wait gave up on, or the one the transport named (a send to a
+    // dead rank fails before the peer timeout).
+    SilentPeer lost(const PeerError& e) const { return lost_.rank >= 0 ? lost_ : SilentPeer{e.peer(), 0.0}; }
+    PeerError gone() const {
+        return PeerError(lost_.rank, method_ + ": rank " + std::to_string(lost_.rank) +
+                                         " stopped answering (silent longer than the peer timeout); " + method_ +
+                                         " cannot go on without it");
+    }
+
+private:
+    std::function<SilentPeer()> silent_peer_;
+    std::string method_;
+    SilentPeer lost_;
+};
+
+// The first learner of a decentralized run, when a peer is lost: the statistics server (unless it
+// is the lost one) logs the loss and the run's end, as it does for the PS protocols' learners.
+void report_lost_peer(Transport& transport, int stats_rank, const SilentPeer& lost, int live_learners, int64_t epoch,
+                      int64_t steps, double elapsed_s);
+
+struct AllreduceWork {
+    size_t param_floats = 0;
+    float* gradients = nullptr;
+    std::vector<std::vector<FloatRange>> final_after;  // per layer, as GradientBuckets takes them
+    // One mini-batch: forward, then backward calling after_layer(i) as each layer ends; returns
+    // the loss.
+    std::function<double(const std::function<void(size_t)>& after_layer)> compute;
+    std::function<void(int64_t iteration)> apply;  // the solver's step with the averaged gradient
+    std::function<const float*()> weights;         // the model, for the statistics server
+};
+
+struct AllreduceConfig {
+    int stats_rank = 1;
+    int64_t batch = 0;              // each learner's mini-batch
+    int64_t samples_per_epoch = 0;  // the training set
+    int64_t epochs = 1;             // the total, counting those before start_samples
+    int64_t start_samples = 0;      // a warm-started or resumed run's samples so far
+    int64_t start_steps = 0;        // a resumed run's steps so far: the epoch lines count on from them
+    double elapsed_offset_s = 0.0;  // a resumed run's time so far
+    // Resumed at an epoch boundary: learner 0 sends that epoch's weights again first (marked as a
+    // replay; the statistics server logs them only if its metrics lack that epoch).
+    bool replay_epoch = false;
+    size_t bucket_floats = 1 << 18;  // 1 MiB buckets
+    int report_every = 10;           // steps between loss reports to the statistics server
+    // A rank that has been silent too long (dead or stopped), or -1: asked while waiting, so that
+    // a lost learner ends the job with its name instead of hanging it. Empty: never asked.
+    std::function<SilentPeer()> silent_peer;
+    // Asked on every learner before each step; its answers are summed with the step's gradients,
+    // so that the learners stop together after the same step when any of them says true.
+    std::function<bool()> stop_requested;
+    // Learner 0, after each epoch's weights have gone to the statistics server, every
+    // checkpoint_every_steps steps or checkpoint_every_s seconds (0: never), and when the run stops
+    // early: the learners' common state is a checkpoint (reason "epoch", "periodic" or "signal").
+    // Learner 0 alone decides: every learner holds the same weights and solver history.
+    int64_t checkpoint_every_steps = 0;
+    double checkpoint_every_s = 0.0;
+    Timeline* timeline = nullptr;  // --timeline: compute and wait spans
+    std::function<void(const std::string& reason, int64_t steps, int64_t samples, double elapsed_s)> checkpoint;
+};
+
+struct AllreduceSummary {
+    int64_t steps = 0;  // this run's
+    int64_t samples = 0;  // all, start_samples included
+    bool stopped = false;  // by stop_requested, before the last epoch
+    double compute_s = 0.0, wait_s = 0.0;  // wait: the all-reduce time not hidden by the backward pass
+};
+
+// Runs from start_samples to `epochs` epochs of λ·batch samples per step. Learner 0 sends the weights to the
+// statistics server at every epoch boundary and receives its acknowledgements and final word.
+AllreduceSummary run_allreduce_learner(Transport& transport, SumGroup& group, const AllreduceConfig& config,
+                                       const AllreduceWork& work);
+
+}  // namespace rudra::dist

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The include graph's floors: kernels/ knows nothing of nn/ or above, nn/ nothing of MPI or dist/,
+# and dist/ stands on floors (transport/, then ps/, then methods/), each including only the ones
+# below it. Prints every upward include and fails on any.
+# Usage: test/layering_test.sh [SOURCE_DIR]
+set -uo pipefail
+cd "${1:-$(dirname "$0")/..}"
+bad=0
+# forbid DIR PATTERN WHY: no file under DIR may include a header matching PATTERN.
+forbid() {
+  local hits
+  hits=$(grep -rnE --include='*.h' --include='*.cpp' "^#include [\"<]($2)" "$1" || true)
+  if [ -n "$hits" ]; then
+    echo "upward include ($3):"
+    echo "$hits"
+    bad=1
+  fi
+}
+forbid kernels 'nn/|data/|session/|dist/|tools/|placement/' "kernels/ is the lowest floor"
+forbid nn 'session/|dist/|tools/|mpi\.h' "nn/ knows nothing of runs, MPI or the distributed runtime"
+forbid data 'nn/|session/|dist/|tools/|mpi\.h' "data/ comes before nn/"
+forbid dist/transport 'dist/ps/|dist/methods/|session/|tools/' "dist/transport/ is the distributed runtime's lowest floor"
+forbid dist/ps 'dist/methods/|session/|tools/' "dist/ps/ stands on dist/transport/ only"
+forbid dist/methods 'session/|tools/' "dist/methods/ stands on dist/ps/ and dist/transport/"
+# Every dist/ source sits on a floor.
+loose=$(find dist -maxdepth 1 -name '*.h' -o -maxdepth 1 -name '*.cpp')
+if [ -n "$loose" ]; then
+  echo "dist/ files on no floor: $loose"
+  bad=1
+fi
+[ "$bad" = 0 ] && echo "layering: no upward include"
+exit "$bad"
