@@ -12,8 +12,8 @@ namespace rudra::kernels {
 namespace {
 
 // The rows copied and cleared here are a few to 32 floats; GCC turns such loops into calls to
-// memmove and memset, whose call overhead had been 3-4% of a cifar10_full step. These functions
-// keep them loops.
+// memmove and memset, whose call overhead on rows that short is a visible share of a small
+// net's step. These functions keep them loops.
 #define RUDRA_SHORT_LOOPS __attribute__((optimize("no-tree-loop-distribute-patterns")))
 
 RUDRA_SHORT_LOOPS inline void copy_floats(float* __restrict dst, const float* __restrict src, int n) {
@@ -391,8 +391,8 @@ void ImplicitConvWeights::accumulate(const float* img, const float* dy, float* a
 void ImplicitConvWeights::add_to(const float* const* accs, int count, float* dw, int threads) const {
     // Blocks of kBlock output channels: each accumulator's block is transposed into rows of taps
     // (all of them summed there), and the rows are added into dw with the taps put back in the
-    // filters' order. Read column by column instead, each value of acc had been a cache line of its
-    // own: about 1 ms for AlexNet conv3's 2304 x 384, longer than one image's products.
+    // filters' order. Read column by column instead, each value of acc is a cache line of its
+    // own, and for a large layer that costs more than an image's products.
     if (count <= 0) return;
     constexpr int kBlock = 16;
     const int K = g_.col_rows(), blocks = (m_ + kBlock - 1) / kBlock;

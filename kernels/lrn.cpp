@@ -14,9 +14,10 @@ namespace {
 // ACROSS_CHANNELS walks a chunk of a plane's positions through the channels with a running
 // window sum, as Caffe's CPU code does: channel c + after enters the window, channel
 // c - before - 1 leaves it. Each input is read once from memory and the chunks of the window's
-// channels stay in L1; summing each window afresh from staged squares read and wrote the image
-// seven times. The pass is bound by memory, so backward computes the scale again from x rather
-// than forward writing it and backward reading it back (and y too), as avx512_narrow does.
+// channels stay in L1, where summing each window afresh would pass over the image once per
+// channel of the window. The pass is bound by memory, so backward computes the scale again from
+// x rather than forward writing it and backward reading it back (and y too), as avx512_narrow
+// does.
 constexpr int kChunk = 512;  // positions of a plane at a time
 
 struct ChannelWindow {
@@ -155,8 +156,8 @@ struct ForwardImage {
 // Backward across channels over a chunk of n positions (BackwardImage), in two loops a channel:
 // lead_step brings the lead channel in (its squares enter and `out`'s leave the running sum of
 // squares; its s^-beta and dy * y / s go to its ring slots and the latter into the window's
-// sum); dx_step takes `rold` out of the window's sum and writes a channel's dx. Two loops of
-// few streams ran faster here than one of eleven.
+// sum); dx_step takes `rold` out of the window's sum and writes a channel's dx. Two loops of a
+// few streams each: one loop over all eleven streams was the slower.
 template <bool kThreeQuarters>
 RUDRA_INLINE void lead_step(const float* __restrict in, const float* __restrict out, const float* __restrict xl,
                             const float* __restrict dyl, int n, float a, float k, float beta,

@@ -214,8 +214,8 @@ void ParameterServer::lose_learner(int index, double silent_s) {
 // Every peer still in the run (two at least, the statistics server counted) silent at once. A rank
 // killed while writing into this rank's queue leaves it blocked for good (UCX's shared-memory
 // transport: the writer reserves a slot, fills it, then marks it; the reader waits at the
-// unmarked slot), and nothing arrives from anyone after it. Tried here: a sender killed in the
-// middle of a stream of large messages blocked its receiver in 1 of 5 runs.
+// unmarked slot), and nothing arrives from anyone after it: a sender killed in the middle of a
+// stream of large messages can do that.
 bool ParameterServer::hears_no_one() const {
     const Heartbeat& hb = *hooks_.heartbeat;
     int watched = 0;
@@ -427,9 +427,9 @@ void ParameterServer::handle_stats(const Envelope& e) {
 }
 
 // The next message within `wait_s`, or none. A message from a rank that dies while sending it
-// is no message: the rank's silence will tell. The catch returns nullopt itself: with the call
-// assigned to a loop variable inside a try, g++ 12 -O2 left the previous iteration's envelope
-// in it after the exception (seen in fault_test), and the PS read an empty buffer as a message.
+// is no message: the rank's silence will tell. The catch returns nullopt itself, so that no
+// caller's variable can keep a previous envelope across the exception and be read as a message
+// (g++ 12 -O2 did that to a loop variable assigned inside a try).
 std::optional<Envelope> ParameterServer::receive(double wait_s) {
     try {
         const auto deadline = std::chrono::steady_clock::now() +

@@ -126,9 +126,9 @@ struct Workspace {
 
 // Threads share the work of each block (ic, pc) of A: they pack its panels together and split
 // its tiles; or, split by rows (ws.by_rows), each thread takes whole rows of C, packs the A
-// panels of its rows itself and meets the others only to pack B. By rows, a small product (m64
-// n64 k800 on 2 threads) no longer waits on the other core for half of every A block and on two
-// barriers per block: 0.070 -> 0.041 ms on AVX2, where one thread takes 0.073.
+// panels of its rows itself and meets the others only to pack B. By rows, a small product does
+// not wait on the other threads for half of every A block and on two barriers per block, which
+// on a product as small as a convolution's per image left it no faster than one thread.
 void run_thread(const Problem& P, const MicroKernel& uk, const Workspace& ws, int tid, int nt) {
     const int MR = uk.mr, NR = uk.nr, kb = k_block(uk, P.k);
     auto barrier = [nt] {

@@ -57,10 +57,8 @@ std::string kib(long bytes) { return std::to_string(bytes / 1024) + " KiB"; }
 // that RUDRA_SGEMM_BLOCKS sweeps had found best for AVX-512.
 //
 // Measured tuning stays where it beats the model: on AMD cores a k-block of 1024 updates each C
-// tile a third as often and its streams from L2 keep up. With AVX-512 on Zen 5, mc 192 kc 1024
-// ran 2048^3 at 219-226 GFLOP/s on one core against 200-203 for the model's mc 336 kc 384
-// (three rounds each, alternating); on Zen 4 it had gone from 86-88% to 93% of peak. With AVX2
-// the model's blocks (mc 168 kc 768 on Zen 5) ran as fast as the tuned ones.
+// tile a third as often and its streams from L2 keep up (the measurements: docs/kernels.md).
+// With AVX2 the model's blocks are kept: they ran as fast.
 void blocks_for_cpu(MicroKernel& k, const CpuFeatures& cpu, std::string& reason) {
     std::string from;
     if (cpu.l1d_bytes > 0) {
