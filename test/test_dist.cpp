@@ -30,6 +30,28 @@ using namespace rudra::dist;
 using namespace rudra::dist_toys;
 
 
+TEST_CASE("protocol names: each parses to its kind and back; the kinds without a PS") {
+    const std::pair<const char*, Protocol::Kind> named[] = {
+        {"hardsync", Protocol::Kind::HardSync},     {"softsync", Protocol::Kind::SoftSync},
+        {"async", Protocol::Kind::Async},           {"easgd", Protocol::Kind::Easgd},
+        {"allreduce", Protocol::Kind::AllReduce},   {"gossip-pull", Protocol::Kind::GossipPull},
+        {"gossip-push", Protocol::Kind::GossipPush},
+    };
+    for (const auto& [name, kind] : named) {
+        CAPTURE(name);
+        CHECK(Protocol::kind_named(name) == kind);
+        const Protocol p = Protocol::parse(name, 4, 2);
+        CHECK(p.kind() == kind);
+        CHECK(p.name() == (kind == Protocol::Kind::SoftSync ? std::string("2-softsync") : std::string(name)));
+        const bool no_ps = kind == Protocol::Kind::AllReduce || kind == Protocol::Kind::GossipPull ||
+                           kind == Protocol::Kind::GossipPush;
+        CHECK(Protocol::is_decentralized(kind) == no_ps);
+        CHECK(p.has_parameter_server() == !no_ps);
+    }
+    CHECK_THROWS_WITH(Protocol::kind_named("downpour"),
+                      "unknown protocol 'downpour' (hardsync, softsync, async, easgd, allreduce, gossip-pull, gossip-push)");
+}
+
 TEST_CASE("aggregation counts: hardsync lambda, n-softsync floor(lambda/n), async 1") {
     CHECK(Protocol::hardsync(4).gradients_per_update() == 4);
     CHECK(Protocol::softsync(4, 1).gradients_per_update() == 4);

@@ -40,7 +40,7 @@ DistCheckpoint from_snapshot(nn::Snapshot snapshot, const std::string& path) {
         // The PS protocols keep their update rule's whole state; all-reduce and gossip only their
         // counters (timestamp, samples, applied), checked above.
         const std::string protocol = ck.meta.at("settings").value("protocol", std::string());
-        if (protocol != "allreduce" && protocol != "gossip-pull" && protocol != "gossip-push")
+        if (protocol.empty() || !dist::Protocol::is_decentralized(dist::Protocol::kind_named(protocol)))
             dist::UpdateRule::check_state(ck.meta.at("rule"));
         else if (!ck.meta.at("rule").at("timestamp").is_number_integer())
             throw std::runtime_error("'timestamp' is not an integer");

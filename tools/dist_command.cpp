@@ -323,19 +323,20 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
             resume = read_dist_checkpoint(o.resume);
             apply_checkpoint_settings(o, *resume);
         }
-        const bool gossip = o.protocol == "gossip-pull" || o.protocol == "gossip-push";
+        const dist::Protocol::Kind kind = dist::Protocol::kind_named(o.protocol);
+        const bool gossip = dist::Protocol::is_gossip(kind), easgd = kind == dist::Protocol::Kind::Easgd;
         if (o.given.count("--beta") && !(o.beta > 0 && o.beta <= 1))
             throw std::runtime_error("--beta must be in (0, 1], got " + number_text(o.beta));
-        if (o.given.count("--tau") && o.protocol != "easgd" && !gossip)
+        if (o.given.count("--tau") && !easgd && !gossip)
             throw std::runtime_error("--tau is a setting of --protocol easgd, gossip-pull and gossip-push");
-        if (o.given.count("--beta") && o.protocol != "easgd")
+        if (o.given.count("--beta") && !easgd)
             throw std::runtime_error("--beta is a setting of --protocol easgd");
         if (o.solver.empty()) throw std::runtime_error("a SOLVER file is required (or --resume CHECKPOINT|OUTDIR)");
         if (!fs::is_regular_file(o.solver)) throw std::runtime_error(o.solver + ": solver file not found");
         if (!(o.peer_timeout > 0)) throw std::runtime_error("--peer-timeout must be a positive number of seconds");
         parse_checkpoint_every(o.checkpoint_every);  // checked on every rank
         // No PS: every rank but the statistics server learns.
-        const bool decentralized = o.protocol == "allreduce" || gossip;
+        const bool decentralized = dist::Protocol::is_decentralized(kind);
         // Heartbeats from here on: rank 0 sends them to every rank, the others to rank 0 and end
         // when it falls silent; until training starts, rank 0 ends the job when another rank does.
         dist::HeartbeatConfig beats = watch_ps(o, rank, decentralized, startup);
@@ -359,7 +360,7 @@ int run_dist(const DistOptions& options, int* argc, char*** argv) {
         const std::string parts_dir = (fs::path(o.output) / "timeline-parts").string();
         const dist::Topology topology = dist::parse_topology(o.topology);
         if (topology != dist::Topology::Base) {
-            if (decentralized || o.protocol == "easgd")
+            if (decentralized || easgd)
                 throw std::runtime_error("--topology " + o.topology + " is a parameter-server tree for hardsync, "
                                          "softsync and async, not for --protocol " + o.protocol);
             if (o.lr_modulation == "per-gradient")

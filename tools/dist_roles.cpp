@@ -246,7 +246,7 @@ void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, 
     lc.broadcast_parent = s.layout.broadcast_parent(rank);  // adv*: the weights come down a tree
     lc.broadcast_children = s.layout.broadcast_children(rank);
     lc.peer_timeout_s = o.peer_timeout;
-    lc.peer_alive = [&heartbeat, timeout = o.peer_timeout](int r) { return heartbeat.silent_s(r) <= timeout; };
+    lc.peer_alive = [&heartbeat, timeout = o.peer_timeout](int r) { return heartbeat.heard_within(r, timeout); };
     lc.stats_rank = kStatsRank;
     lc.overlap = o.mode == "overlap";
     lc.synchronous = protocol.synchronous();

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "dist/ps/protocol.h"
 #include "kernels/isa.h"
 #include "kernels/sgemm/sgemm.h"
 #include "tools/cli_checks.h"
@@ -226,7 +227,16 @@ int main(int argc, char** argv) {
     d->add_option("--protocol", dist.protocol,
                   "synchronisation protocol: hardsync, softsync, async, easgd (parameter server); allreduce, "
                   "gossip-pull, gossip-push (none)")
-        ->check(CLI::IsMember({"hardsync", "softsync", "async", "easgd", "allreduce", "gossip-pull", "gossip-push"}))
+        ->check(CLI::Validator(
+            [](std::string& s) -> std::string {
+                try {
+                    rudra::dist::Protocol::kind_named(s);
+                    return "";
+                } catch (const std::exception& e) {
+                    return e.what();
+                }
+            },
+            "PROTOCOL"))
         ->capture_default_str();
     d->add_option("--n", dist.n, "n of n-softsync: an update averages floor(learners / n) gradients")
         ->check(checks::kPositiveInt)

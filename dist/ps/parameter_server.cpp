@@ -55,7 +55,9 @@ ParameterServer::ParameterServer(Transport& transport, UpdateRule& rule, nn::Par
 
 double ParameterServer::elapsed() const { return config_.elapsed_offset_s + now_s() - started_; }
 
-bool ParameterServer::peer_alive(int rank) const { return hooks_.heartbeat->silent_s(rank) <= config_.peer_timeout_s; }
+bool ParameterServer::peer_alive(int rank) const {
+    return hooks_.heartbeat->heard_within(rank, config_.peer_timeout_s);
+}
 
 int ParameterServer::live_learners() const {
     return static_cast<int>(std::count_if(learners_.begin(), learners_.end(), [](const Learner& l) { return !l.lost; }));
@@ -221,7 +223,7 @@ bool ParameterServer::hears_no_one() const {
     int watched = 0;
     const auto silent = [&](int rank) {
         ++watched;
-        return hb.silent_s(rank) > config_.peer_timeout_s;
+        return !hb.heard_within(rank, config_.peer_timeout_s);
     };
     for (const Child& c : children_)
         if (c.relay && !c.lost && !c.bye && !silent(c.rank)) return false;
@@ -254,7 +256,7 @@ void ParameterServer::check_peers() {
         const double silent = hb.silent_s(l.rank);
         if (silent > config_.peer_timeout_s) lose_learner(static_cast<int>(i), silent);
     }
-    if (!stats_lost_ && !result_.stats_done && hb.silent_s(config_.stats_rank) > config_.peer_timeout_s) {
+    if (!stats_lost_ && !result_.stats_done && !hb.heard_within(config_.stats_rank, config_.peer_timeout_s)) {
         stats_lost_ = true;
         hb.stop_notifying(config_.stats_rank);
         result_.lost_ranks.push_back(config_.stats_rank);

@@ -4,37 +4,47 @@
 
 namespace rudra::dist {
 
+namespace {
+
+struct NamedKind {
+    const char* name;
+    Protocol::Kind kind;
+};
+// The command line's names. SoftSync's own name carries its n ("4-softsync").
+constexpr NamedKind kNames[] = {
+    {"hardsync", Protocol::Kind::HardSync},     {"softsync", Protocol::Kind::SoftSync},
+    {"async", Protocol::Kind::Async},           {"easgd", Protocol::Kind::Easgd},
+    {"allreduce", Protocol::Kind::AllReduce},   {"gossip-pull", Protocol::Kind::GossipPull},
+    {"gossip-push", Protocol::Kind::GossipPush},
+};
+
+}  // namespace
+
+Protocol::Kind Protocol::kind_named(const std::string& name) {
+    std::string choices;
+    for (const NamedKind& k : kNames) {
+        if (name == k.name) return k.kind;
+        choices += std::string(choices.empty() ? "" : ", ") + k.name;
+    }
+    throw std::runtime_error("unknown protocol '" + name + "' (" + choices + ")");
+}
+
 Protocol Protocol::parse(const std::string& name, int learners, int n) {
+    const Kind kind = kind_named(name);
     if (learners < 1) throw std::runtime_error("no learners: start at least 3 ranks (PS, statistics server, learners)");
-    if (name == "hardsync") return hardsync(learners);
-    if (name == "async") return async(learners);
-    if (name == "allreduce") return allreduce(learners);
-    if (name == "easgd") return easgd(learners);
-    if (name == "gossip-pull" || name == "gossip-push") {
-        if (learners < 2)
-            throw std::runtime_error(name + " needs at least 2 learners (a peer to exchange models with); got " +
-                                     std::to_string(learners));
-        return gossip(learners, name == "gossip-push");
-    }
-    if (name == "softsync") {
-        if (n < 1 || n > learners)
-            throw std::runtime_error("--n " + std::to_string(n) + " must be in [1, " + std::to_string(learners) +
-                                     "] (the number of learners)");
-        return softsync(learners, n);
-    }
-    throw std::runtime_error("unknown protocol '" + name + "' (hardsync, softsync, async, easgd, allreduce, gossip-pull, gossip-push)");
+    if (is_gossip(kind) && learners < 2)
+        throw std::runtime_error(name + " needs at least 2 learners (a peer to exchange models with); got " +
+                                 std::to_string(learners));
+    if (kind == Kind::SoftSync && (n < 1 || n > learners))
+        throw std::runtime_error("--n " + std::to_string(n) + " must be in [1, " + std::to_string(learners) +
+                                 "] (the number of learners)");
+    return Protocol(kind, learners, kind == Kind::SoftSync ? n : 1);
 }
 
 std::string Protocol::name() const {
-    switch (kind_) {
-        case Kind::HardSync: return "hardsync";
-        case Kind::SoftSync: return std::to_string(n_) + "-softsync";
-        case Kind::Async: return "async";
-        case Kind::AllReduce: return "allreduce";
-        case Kind::Easgd: return "easgd";
-        case Kind::GossipPull: return "gossip-pull";
-        case Kind::GossipPush: return "gossip-push";
-    }
+    if (kind_ == Kind::SoftSync) return std::to_string(n_) + "-softsync";
+    for (const NamedKind& k : kNames)
+        if (k.kind == kind_) return k.name;
     return "?";
 }
 

@@ -32,6 +32,12 @@ public:
     // "gossip-push" (at least 2 learners) for `learners` learners; throws
     // naming the choices or the range.
     static Protocol parse(const std::string& name, int learners, int n = 1);
+    // The kind a name gives, before the learners are known (what the options allow depends on
+    // it); throws naming the choices. The names are written here once.
+    static Kind kind_named(const std::string& name);
+    static bool is_gossip(Kind k) { return k == Kind::GossipPull || k == Kind::GossipPush; }
+    // All-reduce and gossip run without a parameter server: rank 0 is a learner.
+    static bool is_decentralized(Kind k) { return k == Kind::AllReduce || is_gossip(k); }
     static Protocol hardsync(int learners) { return Protocol(Kind::HardSync, learners, 1); }
     static Protocol softsync(int learners, int n) { return Protocol(Kind::SoftSync, learners, n); }
     static Protocol async(int learners = 1) { return Protocol(Kind::Async, learners, 1); }
@@ -61,10 +67,9 @@ public:
     LrModulation default_modulation() const {
         return kind_ == Kind::SoftSync ? LrModulation::Average : LrModulation::None;
     }
-    // All-reduce and gossip run without a parameter server: rank 0 is a learner.
     bool has_parameter_server() const { return !decentralized(); }
-    bool decentralized() const { return kind_ == Kind::AllReduce || gossip(); }
-    bool gossip() const { return kind_ == Kind::GossipPull || kind_ == Kind::GossipPush; }
+    bool decentralized() const { return is_decentralized(kind_); }
+    bool gossip() const { return is_gossip(kind_); }
 
 private:
     Protocol(Kind kind, int learners, int n) : kind_(kind), learners_(learners), n_(n) {}

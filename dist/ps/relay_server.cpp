@@ -58,7 +58,7 @@ public:
             if (!parent_alive()) {
                 // Its children silent too: this rank hears no one (see ParameterServer::hears_no_one).
                 const bool deaf = std::all_of(children_.begin(), children_.end(), [this](const Child& ch) {
-                    return ch.bye || ch.lost || hb_.silent_s(ch.rank) > c_.peer_timeout_s;
+                    return ch.bye || ch.lost || !hb_.heard_within(ch.rank, c_.peer_timeout_s);
                 });
                 throw PeerError(c_.parent, "the parent parameter server (rank " + std::to_string(c_.parent) +
                                                ") has not been heard from for " +
@@ -76,7 +76,7 @@ public:
                 e = t_.recv_while(
                     kAnySource, kAnyTag, in_,
                     [&] { return Clock::now() < deadline && (stopping_ || !full() || !sender_.idle()); },
-                    [this](int rank) { return hb_.silent_s(rank) <= c_.peer_timeout_s; });
+                    [this](int rank) { return hb_.heard_within(rank, c_.peer_timeout_s); });
             } catch (const PeerError& err) {
                 if (log_) log_("leaf PS rank " + std::to_string(t_.rank()) + ": " + err.what());
                 continue;
@@ -114,7 +114,7 @@ private:
         WeightsRequest request{};
     };
 
-    bool parent_alive() const { return hb_.silent_s(0) <= c_.peer_timeout_s; }
+    bool parent_alive() const { return hb_.heard_within(0, c_.peer_timeout_s); }
 
     // "Reply once you have a timestamp newer than mine": new weights come down as soon as they exist.
     void ask_parent() {

@@ -45,7 +45,7 @@ void run_stats_server(Transport& t, const StatsConfig& cfg, const std::function<
         std::optional<Envelope> got;
         try {
             got = t.recv_while(kAnySource, kAnyTag, in, {}, [&](int rank) {
-                return !cfg.heartbeat || rank == cfg.ps_rank || cfg.heartbeat->silent_s(rank) <= cfg.peer_timeout_s;
+                return !cfg.heartbeat || rank == cfg.ps_rank || cfg.heartbeat->heard_within(rank, cfg.peer_timeout_s);
             });
         } catch (const PeerError&) {
             continue;

@@ -48,6 +48,8 @@ public:
     // Seconds since `rank` was last heard from (since this object started when never); 0 while
     // a message from it waits to be received, within config.pending_grace_s.
     double silent_s(int rank) const;
+    // Whether `rank` was heard within the last timeout_s seconds: what "alive" means to every role.
+    bool heard_within(int rank, double timeout_s) const { return silent_s(rank) <= timeout_s; }
     // Heartbeats to `rank` from now on too.
     void notify(int rank);
     // No more heartbeats to `rank` (it said goodbye or was declared lost).
