@@ -134,9 +134,11 @@ for when in mpi_init setup; do
   grep -h 'error: ' "$work/early.log" | head -1 | cut -c1-160 | sed "s/^/early ($when): /"
   [ "$took" -le 35 ] && pass || fail "early ($when): ended $took s after the kill"
   # Killed inside MPI_Init's PMI exchange, MPICH's process manager may fail at once and end the
-  # job itself: then rank 3's guard is what says why.
+  # job itself: then rank 3's guard is what says why, or, when the manager's cleanup ends the
+  # guard before it can write, the manager's own report of the failure.
   why="error: (rank 3 was lost during start-up|the ranks did not all (start MPI|set up) )"
   [ "$when" = mpi_init ] && why="$why|\\[rank 3\\]: the rank's process \\(pid [0-9]+\\) was killed by signal 9"
+  [ "$when" = mpi_init ] && why="$why|\\[mpiexec@[^]]*\\] .*process manager error"
   grep -qE "$why" "$work/early.log" &&
     ! grep -q '"event":"epoch"' "$work/early/metrics.jsonl" 2>/dev/null && pass ||
     { fail "early ($when): ended in start-up, saying why"; cat "$work/early.log"; }
