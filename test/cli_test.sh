@@ -48,11 +48,17 @@ expect "time a train/test net" "$rudra" time "$src/models/cifar10_full/cifar10_f
   --input-shape 3,32,32 --batch 2 --iterations 1 --json "$work/time.json"
 grep -q '"learnable_parameters":89578' "$work/time.json" && pass || fail "time --json"
 
-# Interruption: SIGTERM ends the step, writes a snapshot, exits 130, leaves no temporary file.
+# Interruption: SIGUSR1 writes a snapshot and the run goes on; SIGTERM ends the step, writes a
+# snapshot, exits 130, leaves no temporary file.
 timeout 300 "$rudra" train "$solver" --data "$data" --epochs 50 -o "$work/int" >"$work/int.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 100); do [ -s "$work/int/metrics.jsonl" ] && break; sleep 0.1; done
 sleep 1
+pkill -USR1 -P $pid  # rudra, the child of timeout (which forwards only SIGTERM)
+for _ in $(seq 1 100); do grep -q '"event":"snapshot"' "$work/int/metrics.jsonl" && break; sleep 0.1; done
+grep -q '"event":"snapshot"' "$work/int/metrics.jsonl" && pass || fail "a snapshot written on SIGUSR1"
+kill -0 $pid 2>/dev/null && pass || fail "the run goes on after SIGUSR1"
+sleep 0.5
 kill -TERM $pid
 wait $pid
 rc=$?

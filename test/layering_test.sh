@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The include graph's floors: kernels/ knows nothing of nn/ or above, nn/ nothing of MPI or dist/,
-# and dist/ stands on floors (transport/, then ps/, then methods/), each including only the ones
-# below it. Prints every upward include and fails on any.
+# session/ nothing of MPI or dist/, and dist/ stands on floors (transport/, then ps/, then
+# methods/, then run/), each including only the ones below it; tools/ is the command line on top. Prints every upward include and fails on any.
 # Usage: test/layering_test.sh [SOURCE_DIR]
 set -uo pipefail
 cd "${1:-$(dirname "$0")/..}"
@@ -19,9 +19,11 @@ forbid() {
 forbid kernels 'nn/|data/|session/|dist/|tools/|placement/' "kernels/ is the lowest floor"
 forbid nn 'session/|dist/|tools/|mpi\.h' "nn/ knows nothing of runs, MPI or the distributed runtime"
 forbid data 'nn/|session/|dist/|tools/|mpi\.h' "data/ comes before nn/"
-forbid dist/transport 'dist/ps/|dist/methods/|session/|tools/' "dist/transport/ is the distributed runtime's lowest floor"
-forbid dist/ps 'dist/methods/|session/|tools/' "dist/ps/ stands on dist/transport/ only"
-forbid dist/methods 'session/|tools/' "dist/methods/ stands on dist/ps/ and dist/transport/"
+forbid session 'dist/|tools/|mpi\.h' "session/ is one process's training, below the distributed runtime"
+forbid dist/transport 'dist/ps/|dist/methods/|dist/run/|session/|tools/' "dist/transport/ is the distributed runtime's lowest floor"
+forbid dist/ps 'dist/methods/|dist/run/|session/|tools/' "dist/ps/ stands on dist/transport/ only"
+forbid dist/methods 'dist/run/|session/|tools/' "dist/methods/ stands on dist/ps/ and dist/transport/"
+forbid dist/run 'tools/' "dist/run/ is a library: the command line (tools/) stands on it"
 # Every dist/ source sits on a floor.
 loose=$(find dist -maxdepth 1 -name '*.h' -o -maxdepth 1 -name '*.cpp')
 if [ -n "$loose" ]; then

@@ -6,12 +6,12 @@
 #include <nlohmann/json.hpp>
 
 #include "tools/commands.h"
-#include "tools/dist_checkpoint.h"
+#include "dist/run/checkpoint.h"
 
 namespace rudra::tools {
 
 int run_checkpoint(const CheckpointOptions& o) {
-    const DistCheckpoint ck = read_dist_checkpoint(o.path);
+    const dist::run::DistCheckpoint ck = dist::run::read_dist_checkpoint(o.path);
     const nlohmann::ordered_json info{{"path", ck.path},
                                       {"reason", ck.meta.value("reason", std::string())},
                                       {"written_at", ck.meta.value("written_at", std::string())},

@@ -79,18 +79,5 @@ int run_info(const InfoOptions& o) {
     return 0;
 }
 
-Binding bind_threads(const std::string& mode, int ranks_on_node, int rank_on_node, int threads) {
-    if (mode == "off") return {};
-    if (mode != "on" && mode != "auto") throw std::runtime_error("--bind must be on, auto or off, not '" + mode + "'");
-    const placement::CpuTopology topo = placement::read_topology();
-    if (mode == "auto" && static_cast<size_t>(ranks_on_node) * threads > topo.pus.size())
-        return {"threads not bound: " + std::to_string(ranks_on_node) + " rank(s) x " + std::to_string(threads) +
-                    " thread(s) oversubscribe " + std::to_string(topo.pus.size()) + " PUs (--bind on forces it)",
-                {}};
-    const auto plans = placement::plan_placement(topo, ranks_on_node, threads);
-    const placement::RankPlan plan = plans.at(static_cast<size_t>(rank_on_node));
-    return {placement::describe_plan(plan) + ": " + placement::apply_placement(plan),
-            [plan] { placement::bind_helper_thread(plan); }};
-}
 
 }  // namespace rudra::tools

@@ -1,4 +1,4 @@
-// The `rudra` command: train, test, time, bench, info, dist.
+// The `rudra` command: parses the command line (tools/command_line.h) and runs the subcommand.
 #include <omp.h>
 
 #include <cstdio>
@@ -6,66 +6,12 @@
 #include <exception>
 #include <new>
 
-#include <CLI/CLI.hpp>
-
-#include "dist/ps/protocol.h"
-#include "kernels/isa.h"
 #include "kernels/sgemm/sgemm.h"
-#include "tools/cli_checks.h"
 #include "nn/atomic_file.h"
-#include "tools/commands.h"
-#include "tools/exit_codes.h"
+#include "session/exit_codes.h"
+#include "tools/command_line.h"
 
 namespace {
-
-namespace checks = rudra::tools::checks;
-
-void add_data_options(CLI::App* cmd, rudra::tools::DataOptions& d) {
-    cmd->add_option("--data", d.dir,
-                    "where the data sets are: a folder of IDX or CIFAR-10 binary files, a folder with train/ and val/ "
-                    "folders of class folders, or the folder the net's Data-layer sources (LMDB, ImageData list, "
-                    "class folders) are read under (default: the sources as the net names them, relative to the "
-                    "working directory; /usr/share/datasets/fashion-mnist when it names none)");
-    cmd->add_option("--format", d.format, "data set format")
-        ->check(CLI::IsMember({"auto", "idx", "cifar10"}))
-        ->capture_default_str();
-    cmd->add_option("--train-limit", d.train_limit, "use only the first N training images (0: all)")
-        ->check(checks::kNonNegativeInteger);
-    cmd->add_option("--test-limit", d.test_limit, "use only the first N test images (0: all)")
-        ->check(checks::kNonNegativeInteger);
-    cmd->add_option("--mean", d.mean,
-                    "the mean image to subtract: a Caffe mean file (binaryproto, as `rudra mean` or compute_image_mean "
-                    "writes it) in place of the Data layers' mean_file, or 'compute' for the per-pixel mean of the "
-                    "training set");
-    cmd->add_option("--bad-image", d.bad_image,
-                    "a record that cannot be read (a corrupt image, a Datum of the wrong size, a label outside the "
-                    "net's classes): stop the run, or skip it (each skipped record is counted and logged)")
-        ->check(CLI::IsMember({"stop", "skip"}))
-        ->capture_default_str();
-    cmd->add_option("--decode-threads", d.decode_threads,
-                    "threads that read, decode and transform each training batch ahead of the computation (for "
-                    "image files and LMDBs), placed on the I/O thread's CPUs")
-        ->check(CLI::Range(1, 256))
-        ->capture_default_str();
-}
-
-void add_resize_options(CLI::App* cmd, int& height, int& width) {
-    cmd->add_option("--resize-height", height, "resize every image to this height (with --resize-width)")
-        ->check(CLI::Range(1, 1 << 15));
-    cmd->add_option("--resize-width", width, "resize every image to this width (with --resize-height)")
-        ->check(CLI::Range(1, 1 << 15));
-}
-
-void add_kernel_options(CLI::App* cmd, rudra::nn::KernelOptions& k) {
-    cmd->add_option("--conv-backend", k.conv,
-                    "convolution backend: own, blis, onednn, reference or auto (measure each layer once, cached), "
-                    "optionally followed by per-layer choices, e.g. auto,conv1=onednn")
-        ->capture_default_str();
-    cmd->add_option("--auto-cache", k.auto_cache,
-                    "cache file of --conv-backend auto ('default': $RUDRA_CACHE_DIR, $XDG_CACHE_HOME/rudra or "
-                    "~/.cache/rudra; '': do not cache)")
-        ->capture_default_str();
-}
 
 // This process's rank when a launcher started it (MPICH's hydra, PMIx, Open MPI, Slurm), else 0.
 int rank_in_job() {
@@ -74,280 +20,45 @@ int rank_in_job() {
     return 0;
 }
 
+// The parsed subcommand; returns the exit code. `argc` and `argv` go to MPI (rudra dist).
+int run_command(rudra::tools::CommandLine& cl, int* argc, char*** argv) {
+    namespace tools = rudra::tools;
+    for (const auto* k : {&cl.train.kernels, &cl.test.kernels, &cl.time.kernels}) k->validate();
+    // The ISA gate and the micro-kernel first: a bad RUDRA_ISA or RUDRA_SGEMM_BLOCKS is reported
+    // before any work (by `dist` once MPI runs, so that one rank reports it).
+    bool dist_command = false;
+#ifdef RUDRA_HAVE_MPI
+    dist_command = cl.app.got_subcommand("dist");
+#endif
+    if (!dist_command) rudra::kernels::selected_micro_kernel();
+    if (cl.app.got_subcommand("train")) return tools::run_train(cl.train);
+    if (cl.app.got_subcommand("test")) return tools::run_test(cl.test);
+    if (cl.app.got_subcommand("time")) return tools::run_time(cl.time);
+    if (cl.app.got_subcommand("bench")) return tools::run_bench(cl.bench);
+    if (cl.app.got_subcommand("info")) return tools::run_info(cl.info);
+    if (cl.app.got_subcommand("input")) return tools::run_input(cl.input);
+    if (cl.app.got_subcommand("convert")) return tools::run_convert(cl.convert);
+    if (cl.app.got_subcommand("mean")) return tools::run_mean(cl.mean);
+#ifdef RUDRA_HAVE_MPI
+    cl.dist.kernels.validate();
+    if (cl.app.got_subcommand("dist")) {
+        for (const CLI::Option* opt : cl.app.get_subcommand("dist")->get_options())
+            if (opt->count() > 0) cl.dist.given.insert(opt->get_name());
+        return rudra::dist::run::run_job(cl.dist, argc, argv);
+    }
+    if (cl.app.got_subcommand("checkpoint")) return tools::run_checkpoint(cl.checkpoint);
+#endif
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"rudra: a deep learning engine for CPU clusters (Caffe prototxt models, SGD solvers)"};
-    app.require_subcommand(1);
-    app.footer(
-        "Environment:\n"
-        "  RUDRA_ISA=LEVEL       cap the instruction sets of every kernel (" + rudra::kernels::isa_level_names() +
-        " here;\n"
-        "                        default: the highest this CPU has); `rudra info` lists what each operation runs\n"
-        "  RUDRA_SGEMM_BLOCKS=mc,kc,nc  the own SGEMM's cache blocks\n"
-        "  RUDRA_VERBOSE=1       print the kernel choices");
-    // A later value replaces an earlier one, so that scripts can be given overrides
-    // (tools/run-main.sh --epochs 2).
-    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-    int threads = 0;
-    app.add_option("-t,--threads", threads, "OpenMP threads (default: all cores)")->check(checks::kPositiveInt);
-
-    rudra::tools::TrainOptions train;
-    auto* t = app.add_subcommand("train", "train a net from a Caffe solver file");
-    t->add_option("solver", train.solver, "solver prototxt")->required()->check(CLI::ExistingFile);
-    add_data_options(t, train.data);
-    add_kernel_options(t, train.kernels);
-    t->add_option("--bind", train.bind, "pin threads and memory with hwloc: on, auto (when cores are not oversubscribed), off")
-        ->check(CLI::IsMember({"on", "auto", "off"}))
-        ->capture_default_str();
-    t->add_option("--epochs", train.epochs, "epochs to train (overrides the solver's max_iter)")
-        ->check(checks::kPositiveNumber);
-    t->add_option("--batch", train.batch, "mini-batch size (overrides the Data layer's batch_size)")
-        ->check(checks::kPositiveInt);
-    t->add_option("--seed", train.seed, "random seed for initialisation and sampling")->check(checks::kNonNegativeInteger);
-    t->add_option("-o,--output", train.output, "directory for metrics.jsonl and snapshots")->capture_default_str();
-    t->add_option("--resume", train.resume, "continue from this snapshot")->check(CLI::ExistingFile);
-    t->add_flag("--overwrite", train.overwrite,
-                "replace the files of another run in the output directory (without it, a new run refuses them)");
-    t->add_option("-t,--threads", threads, "OpenMP threads (default: all cores)")->check(checks::kPositiveInt);
-
-    rudra::tools::TestOptions test;
-    auto* e = app.add_subcommand("test", "evaluate a snapshot on the test set");
-    e->add_option("model", test.model, "solver or net prototxt")->required()->check(CLI::ExistingFile);
-    e->add_option("snapshot", test.snapshot, "snapshot file written by rudra train")->required()->check(CLI::ExistingFile);
-    add_data_options(e, test.data);
-    add_kernel_options(e, test.kernels);
-    e->add_option("--batch", test.batch, "mini-batch size for evaluation")->check(checks::kPositiveInt);
-    e->add_option("-t,--threads", threads, "OpenMP threads (default: all cores)")->check(checks::kPositiveInt);
-
-    rudra::tools::TimeOptions time;
-    auto* m = app.add_subcommand("time", "time forward and backward per layer");
-    m->add_option("model", time.model, "solver or net prototxt")->required()->check(CLI::ExistingFile);
-    add_kernel_options(m, time.kernels);
-    m->add_option("--batch", time.batch, "mini-batch size (default: the file's)")->check(checks::kPositiveInt);
-    m->add_option("--iterations", time.iterations, "timed iterations")->check(checks::kPositiveInt)->capture_default_str();
-    m->add_option("--input-shape", time.input_shape, "sample shape C,H,W for nets with a Data layer");
-    m->add_option("--phase", time.phase, "net phase")->check(CLI::IsMember({"train", "test"}))->capture_default_str();
-    m->add_option("--json", time.json, "also write the timings as a JSON line to this file");
-    m->add_option("-t,--threads", threads, "OpenMP threads (default: all cores)")->check(checks::kPositiveInt);
-
-    rudra::tools::InfoOptions info;
-    auto* i = app.add_subcommand("info", "topology, CPU features and ISA gate, each operation's implementations, backends and the thread placement plan");
-    i->add_option("--ranks", info.ranks, "ranks on one node to plan for")->check(checks::kPositiveInt)->capture_default_str();
-    i->add_option("--threads-per-rank", info.threads, "threads of each rank (default: the OpenMP setting)")
-        ->check(checks::kPositiveInt);
-    i->add_option("--topology", info.topology, "plan on an hwloc synthetic topology, e.g. \"pack:2 numa:2 core:11 pu:4\"");
-
-    rudra::tools::ConvertOptions convert;
-    auto* cv = app.add_subcommand("convert", "images into an LMDB of Caffe Datums, as Caffe's convert_imageset: "
-                                             "rudra convert (CLASS_FOLDERS | LIST --root DIR) OUT_LMDB");
-    cv->add_option("input", convert.input, "a folder of class folders, or an ImageData list of 'path label' lines")
-        ->required()
-        ->check(CLI::ExistingPath);
-    cv->add_option("output", convert.output, "the LMDB folder to make (must not exist)")->required();
-    cv->add_option("--root", convert.root, "the list's root folder, prepended to its paths as written");
-    cv->add_flag("--gray", convert.gray, "store one grey channel (default: B, G, R)");
-    cv->add_flag("--encoded", convert.encoded, "store the image files' bytes (JPEG, PNG) instead of pixels");
-    add_resize_options(cv, convert.new_height, convert.new_width);
-    cv->add_flag("--shuffle", convert.shuffle, "store the images in a random order (seeded by --seed)");
-    cv->add_option("--seed", convert.seed, "seed of --shuffle")->capture_default_str();
-
-    rudra::tools::MeanOptions mean;
-    auto* mn = app.add_subcommand("mean", "a set's mean image as a Caffe mean file (binaryproto), as compute_image_mean: "
-                                          "rudra mean SET OUT.binaryproto");
-    mn->add_option("input", mean.input,
-                   "an LMDB, a folder of class folders, a folder of IDX or CIFAR-10 files (its training part), or an "
-                   "ImageData list")
-        ->required()
-        ->check(CLI::ExistingPath);
-    mn->add_option("output", mean.output, "the mean file to write")->required();
-    mn->add_option("--root", mean.root, "a list's root folder");
-    mn->add_flag("--gray", mean.gray, "read images as one grey channel");
-    add_resize_options(mn, mean.new_height, mean.new_width);
-
-    rudra::tools::InputOptions input;
-    auto* in = app.add_subcommand("input", "the input pipeline alone: read, decode, resize, crop, mirror and mean-subtract "
-                                           "batches of a set with the decode threads, in images/s");
-    in->add_option("input", input.input, "an LMDB, a folder of class folders, a folder of IDX or CIFAR-10 files, or a list")
-        ->required()
-        ->check(CLI::ExistingPath);
-    in->add_option("--root", input.root, "a list's root folder");
-    in->add_flag("--gray", input.gray, "read images as one grey channel");
-    add_resize_options(in, input.new_height, input.new_width);
-    in->add_option("--crop", input.crop, "random crop of this size (0: none)")->check(CLI::Range(0, 1 << 15));
-    in->add_flag("--mirror", input.mirror, "random mirror");
-    in->add_option("--mean-value", input.mean_values, "per-channel mean to subtract (B,G,R)")->delimiter(',');
-    in->add_option("--scale", input.scale, "scale after the mean")->capture_default_str();
-    in->add_option("--batch", input.batch, "images per batch")->check(checks::kPositiveInt)->capture_default_str();
-    in->add_option("--batches", input.batches, "batches timed")->check(checks::kPositiveInt)->capture_default_str();
-    in->add_option("--decode-threads", input.decode_threads, "threads that read and decode")
-        ->check(CLI::Range(1, 256))
-        ->capture_default_str();
-
-    rudra::tools::BenchOptions bench;
-    auto* b = app.add_subcommand("bench", "kernel throughput: own SGEMM and convolutions against BLIS, oneDNN and "
-                                          "OpenBLAS, side by side, in GFLOP/s and % of the measured peak");
-    b->add_option("problems", bench.problems,
-                  "benchdnn-style descriptors: mb128ic3ih32oc32oh32kh5ph2 (convolution), m2048n2048k2048[ta][tb] (GEMM), "
-                  "pool_max:mb128ic32ih32kh3sh2, pool_ave:..., lrn_within:mb128ic32ih16ls3, lrn_across:..., ip:mb128ic1024oc10");
-    b->add_option("--batch-file", bench.batch_files, "file of descriptors, one per line ('#' comments)")
-        ->check(CLI::ExistingFile);
-    b->add_option("--mb", bench.minibatches, "mini-batch sweep for convolutions, e.g. 1,4,16,64,128,256")
-        ->delimiter(',')
-        ->check(checks::kPositiveInt);
-    b->add_option("--backends", bench.backends, "comma-separated: own, blis, onednn, openblas (GEMM), reference (pooling and LRN: own only)")
-        ->delimiter(',')
-        ->check(CLI::IsMember({"own", "blis", "onednn", "openblas", "reference"}))
-        ->capture_default_str();
-    b->add_option("--threads", bench.threads, "comma-separated thread counts (default: the OpenMP setting)")
-        ->delimiter(',')
-        ->check(checks::kPositiveInt);
-    b->add_option("--passes", bench.passes, "passes, comma-separated: fwd, bwd_data, bwd_weights (convolution and inner product)")
-        ->delimiter(',')
-        ->check(CLI::IsMember({"fwd", "bwd_data", "bwd_weights"}))
-        ->capture_default_str();
-    b->add_option("--format", bench.format, "output format")->check(CLI::IsMember({"table", "csv", "jsonl"}))->capture_default_str();
-    b->add_option("-o,--output", bench.output, "write the csv/jsonl rows to this file (a table still goes to stdout)");
-    b->add_option("--min-time", bench.min_time, "seconds of timing per problem and backend")
-        ->check(checks::kPositiveNumber)
-        ->capture_default_str();
-
-#ifdef RUDRA_HAVE_MPI
-    rudra::tools::DistOptions dist;
-    auto* d = app.add_subcommand("dist", "distributed training: mpiexec -n K rudra dist SOLVER (rank 0 parameter server, "
-                                         "rank 1 statistics server, K-2 learners)");
-    d->add_option("solver", dist.solver, "solver prototxt (not needed with --resume)")->check(CLI::ExistingFile);
-    add_data_options(d, dist.data);
-    add_kernel_options(d, dist.kernels);
-    d->add_option("--bind", dist.bind,
-                  "pin each rank's threads and memory to its share of the node (hwloc): on, auto (when the node's "
-                  "ranks x threads fit its PUs), off")
-        ->check(CLI::IsMember({"on", "auto", "off"}))
-        ->capture_default_str();
-    d->add_option("--protocol", dist.protocol,
-                  "synchronisation protocol: hardsync, softsync, async, easgd (parameter server); allreduce, "
-                  "gossip-pull, gossip-push (none)")
-        ->check(CLI::Validator(
-            [](std::string& s) -> std::string {
-                try {
-                    rudra::dist::Protocol::kind_named(s);
-                    return "";
-                } catch (const std::exception& e) {
-                    return e.what();
-                }
-            },
-            "PROTOCOL"))
-        ->capture_default_str();
-    d->add_option("--n", dist.n, "n of n-softsync: an update averages floor(learners / n) gradients")
-        ->check(checks::kPositiveInt)
-        ->capture_default_str();
-    d->add_option("--batch", dist.batch, "mini-batch per learner (mu; default: the Data layer's)")->check(checks::kPositiveInt);
-    d->add_option("--epochs", dist.epochs, "epochs (gradients covering the training set once)")
-        ->check(checks::kPositiveInt)
-        ->capture_default_str();
-    d->add_option("--mode", dist.mode, "base: wait for each pull; overlap: compute while pulling")
-        ->check(CLI::IsMember({"base", "overlap"}))
-        ->capture_default_str();
-    d->add_option("--lr-modulation", dist.lr_modulation,
-                  "none, average (alpha0/<sigma>, default for softsync) or per-gradient (alpha0/max(sigma,1))")
-        ->check(CLI::IsMember({"none", "average", "per-gradient"}));
-    d->add_flag("--momentum-compensation", dist.momentum_compensation,
-                "lower the solver's momentum m to 1-(1-m)(1+<sigma>) for stale gradients (asynchrony acts as momentum)");
-    d->add_option("--reference-batch", dist.reference_batch, "B of hardsync's alpha0*sqrt(lambda*mu/B) and of the lr schedule")
-        ->check(checks::kPositiveInt);
-    d->add_option("--base-lr", dist.base_lr, "alpha0 (overrides the solver's base_lr)")->check(checks::kPositiveNumber);
-    d->add_option("--momentum", dist.momentum, "the PS's momentum (overrides the solver's; stale gradients add their own)")
-        ->check(checks::number_in(0.0, 1.0, false, true, "in [0, 1)"));
-    d->add_option("--warm-start", dist.warm_start, "go on from this snapshot: its weights, momentum, schedule position and epochs (--epochs counts the total)")->check(CLI::ExistingFile);
-    d->add_option("--seed", dist.seed, "random seed")->check(checks::kNonNegativeInteger);
-    d->add_option("--threads-per-rank", dist.threads, "OpenMP threads of each rank")->check(checks::kPositiveInt)->capture_default_str();
-    d->add_option("--wait-spin", dist.wait_spin, "MPI tests before sleeping while waiting (default 50)")
-        ->check(checks::kNonNegativeInt);
-    d->add_option("--wait-sleep-us", dist.wait_sleep_us,
-                  "sleep between MPI tests; 0 spins (default: 2000 when the node's ranks x threads exceed its cores, else 20)")
-        ->check(checks::integer_in(0, 1000000, "a number of microseconds"));
-    d->add_option("-o,--output", dist.output,
-                  "directory for metrics.jsonl, staleness.json, checkpoint.rudra and final.rudra (with --resume: the "
-                  "checkpoint's)")
-        ->capture_default_str();
-    d->add_option("--resume", dist.resume,
-                  "go on from a checkpoint (a file, or the output directory of the run): its weights, history, "
-                  "statistics, sample positions and settings; --epochs may raise the total, and the learner count may "
-                  "differ")
-        ->check(CLI::ExistingPath);
-    d->add_option("--checkpoint-every", dist.checkpoint_every,
-                  "checkpoint every N updates (all-reduce: steps), Ns seconds or Nm minutes (0: only at epoch ends "
-                  "and on signals; gossip checkpoints at epoch ends only)")
-        ->capture_default_str();
-    d->add_option("--tau", dist.tau, "easgd, gossip: local steps between exchanges (with the centre, or with a peer)")
-        ->check(checks::kPositiveInt)
-        ->capture_default_str();
-    d->add_option("--beta", dist.beta, "easgd: moving rate in (0, 1] (default 0.9 / learners)");
-    d->add_option("--straggler", dist.straggler,
-                  "RANK:FACTOR: slow that learner's compute FACTOR times by sleeping (experiments with stragglers)");
-    d->add_flag("--json", dist.json,
-                "print the metrics lines (epochs, lost learners, stops) on stdout as JSON, as metrics.jsonl has them, "
-                "instead of readable lines");
-    d->add_option("--progress", dist.progress,
-                  "progress within an epoch: bar (redrawn on stderr), lines (one every 30 s), off; auto: bar when "
-                  "rank 1's stderr is a terminal, else lines (under mpiexec it is a pipe: ask for bar)")
-        ->check(CLI::IsMember({"auto", "bar", "lines", "off"}))
-        ->capture_default_str();
-    d->add_option("--topology", dist.topology,
-                  "base: every learner talks to rank 0; adv: a tree of parameter servers, a leaf PS on each node "
-                  "summing its learners' gradients (Rudra-adv); adv*: adv, and the weights go down a broadcast tree "
-                  "over the learners instead of being pulled (Rudra-adv*)")
-        ->check(CLI::IsMember({"base", "adv", "adv*"}))
-        ->capture_default_str();
-    d->add_option("--ranks-per-node", dist.ranks_per_node,
-                  "adv, adv*: take each K consecutive ranks for a node (emulates nodes on one machine; default: the real nodes)")
-        ->check(checks::kPositiveInt);
-    d->add_option("--fan-out", dist.fan_out, "adv, adv*: leaf parameter servers below each parent (default: all below the root)")
-        ->check(checks::kPositiveInt);
-    d->add_option("--broadcast-fan-out", dist.broadcast_fan_out,
-                  "adv*: learners the root, and then each learner, forwards the weights to")
-        ->check(checks::kPositiveInt)
-        ->capture_default_str();
-    d->add_option("--timeline", dist.timeline,
-                  "FILE: write every rank's compute, pull, push, wait and PS-update spans as a Chrome trace (open it in "
-                  "Perfetto or chrome://tracing)");
-    d->add_option("--ps-receive-ahead", dist.ps_receive_ahead,
-                  "on: a thread of the PS receives the next message while the PS applies the last one; off: the PS "
-                  "receives each message itself")
-        ->check(CLI::IsMember({"on", "off"}))
-        ->capture_default_str();
-    d->add_option("--node-data-dir", dist.node_data_dir,
-                  "DIR: one rank per node writes the data set here (a memory file system) and every rank of the node "
-                  "maps that one copy; \"\": each rank holds a copy of its own")
-        ->capture_default_str();
-    d->add_option("--peer-timeout", dist.peer_timeout,
-                  "seconds without a heartbeat after which a rank is lost: a learner is dropped (softsync, async) or "
-                  "stops the run (hardsync); learners end when the PS falls silent. A rank whose message is "
-                  "arriving (its heartbeats wait behind it) is lost only after 4 times this")
-        ->check(checks::number_in(0.0, 86400.0, true, false, "a number of seconds above 0 and at most 86400"))
-        ->capture_default_str();
-    d->add_option("--startup-timeout", dist.startup_timeout,
-                  "seconds a rank may take from its start until training starts (MPI, data, nets, every rank "
-                  "ready); past it the job ends, and a rank that dies while starting ends it within --peer-timeout")
-        ->check(checks::number_in(0.0, 86400.0, true, false, "a number of seconds above 0 and at most 86400"))
-        ->capture_default_str();
-    d->add_flag("--overwrite", dist.overwrite,
-                "replace the files of another run in the output directory (without it, a new run refuses them; "
-                "--resume goes on with them)");
-
-    rudra::tools::CheckpointOptions checkpoint;
-    auto* c = app.add_subcommand("checkpoint", "where a distributed run's checkpoint stands (epoch, samples, updates...), "
-                                               "as one JSON line");
-    c->add_option("path", checkpoint.path, "a checkpoint, or the output directory of a run")
-        ->required()
-        ->check(CLI::ExistingPath);
-    c->add_option("--field", checkpoint.field, "print only this field's value (e.g. samples)");
-#endif
-
+    rudra::tools::CommandLine cl;
     try {
-        app.parse(argc, argv);
+        cl.app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        if (e.get_exit_code() == 0) return app.exit(e);  // --help
+        if (e.get_exit_code() == 0) return cl.app.exit(e);  // --help
         // Under mpiexec every rank parses the same command line: the first one says what is wrong.
         if (rank_in_job() == 0) {
             std::fprintf(stderr, "rudra: error: %s\n", e.what());
@@ -356,39 +67,13 @@ int main(int argc, char** argv) {
         }
         return 1;
     }
-    if (threads > 0) omp_set_num_threads(threads);
+    if (cl.threads > 0) omp_set_num_threads(cl.threads);
     try {
-        for (const auto* k : {&train.kernels, &test.kernels, &time.kernels}) k->validate();
-        // The ISA gate and the micro-kernel first: a bad RUDRA_ISA or RUDRA_SGEMM_BLOCKS is
-        // reported before any work (by `dist` once MPI runs, so that one rank reports it).
-        bool dist_command = false;
-#ifdef RUDRA_HAVE_MPI
-        dist_command = d->parsed();
-#endif
-        if (!dist_command) rudra::kernels::selected_micro_kernel();
-#ifdef RUDRA_HAVE_MPI
-        dist.kernels.validate();
-#endif
-        if (*t) return rudra::tools::run_train(train);
-        if (*e) return rudra::tools::run_test(test);
-        if (*m) return rudra::tools::run_time(time);
-        if (*b) return rudra::tools::run_bench(bench);
-        if (*i) return rudra::tools::run_info(info);
-        if (*in) return rudra::tools::run_input(input);
-        if (*cv) return rudra::tools::run_convert(convert);
-        if (*mn) return rudra::tools::run_mean(mean);
-#ifdef RUDRA_HAVE_MPI
-        if (*d) {
-            for (const CLI::Option* opt : d->get_options())
-                if (opt->count() > 0) dist.given.insert(opt->get_name());
-            return rudra::tools::run_dist(dist, &argc, &argv);
-        }
-        if (*c) return rudra::tools::run_checkpoint(checkpoint);
-#endif
+        return run_command(cl, &argc, &argv);
     } catch (const rudra::nn::WriteError& ex) {
         std::fflush(stdout);
         std::fprintf(stderr, "rudra: error: %s\n", ex.what());
-        return rudra::tools::kExitWriteFailed;
+        return rudra::session::kExitWriteFailed;
     } catch (const std::bad_alloc&) {
         std::fflush(stdout);
         std::fprintf(stderr, "rudra: error: out of memory (lower --batch, or the data set's size with --train-limit)\n");
@@ -398,5 +83,4 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "rudra: error: %s\n", ex.what());
         return 1;
     }
-    return 0;
 }

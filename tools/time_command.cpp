@@ -16,7 +16,7 @@
 #include "session/conv_choices.h"
 #include "nn/solver_spec.h"
 #include "tools/commands.h"
-#include "tools/progress.h"
+#include "session/progress.h"
 
 namespace rudra::tools {
 namespace {
@@ -107,7 +107,7 @@ int run_time(const TimeOptions& o) {
     }
     std::printf("%-33s %12.3f %12.3f\n", "total", f_sum, b_sum);
     std::printf("forward-backward %.3f ms per iteration, %.0f images/s\n", total_ms, net.batch() * 1000.0 / total_ms);
-    std::printf("learnable parameters: %s\n", with_thousands(net.params().learnable_count()).c_str());
+    std::printf("learnable parameters: %s\n", session::with_thousands(net.params().learnable_count()).c_str());
     if (!o.json.empty()) {
         std::ofstream f(o.json);
         if (!f) throw std::runtime_error(o.json + ": cannot open for writing");

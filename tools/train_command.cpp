@@ -4,10 +4,8 @@
 #include <omp.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -19,9 +17,10 @@
 #include "kernels/gemm.h"
 #include "session/metrics_log.h"
 #include "session/run_folder.h"
+#include "session/stop_signals.h"
 #include "session/training_session.h"
 #include "tools/commands.h"
-#include "tools/progress.h"
+#include "session/progress.h"
 
 namespace rudra::tools {
 namespace {
@@ -38,10 +37,6 @@ void report_skipped(const data::TrainTest& sets, session::MetricsLog& log) {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-// Set by SIGINT/SIGTERM: the loop finishes its step, writes a snapshot and stops.
-std::atomic<bool> g_stop_requested{false};
-extern "C" void on_stop_signal(int) { g_stop_requested = true; }
 
 
 void print_notes(const std::vector<std::string>& notes) {
@@ -92,17 +87,16 @@ int run_train(const TrainOptions& o) {
         data_seed = s.data_seed;
     }
 
-    // From here on an interruption ends the run with a snapshot instead of killing it.
-    std::signal(SIGINT, on_stop_signal);
-    std::signal(SIGTERM, on_stop_signal);
-    std::signal(SIGXFSZ, SIG_IGN);  // a file-size limit fails the write (EFBIG) instead of killing the run
+    // From here on a stop signal ends the run with a snapshot instead of killing it: the loop
+    // finishes its step first. SIGUSR1 writes a snapshot and goes on.
+    session::install_stop_signals();
     session::MetricsLog log((fs::path(out_dir) / "metrics.jsonl").string(), !o.resume.empty());
     if (solver_spec.test_iter > 0)
         notes.push_back(o.solver + ": test_iter " + std::to_string(solver_spec.test_iter) +
                         " not used: every test covers the whole test set");
     print_notes(notes);
     std::printf("rudra train: %s, net %s (%s learnable parameters), %s: %lld train / %lld test images %dx%dx%d\n",
-                o.solver.c_str(), solver_spec.net.c_str(), with_thousands(run.params().learnable_count()).c_str(),
+                o.solver.c_str(), solver_spec.net.c_str(), session::with_thousands(run.params().learnable_count()).c_str(),
                 sets.format.c_str(), static_cast<long long>(n_train), static_cast<long long>(sets.test.size()),
                 sets.train.channels, sets.train.height, sets.train.width);
     std::printf("mini-batch %d, %lld iterations (%.2f epochs), solver %s, base_lr %g, %d threads, gemm %s, output %s\n",
@@ -123,7 +117,7 @@ int run_train(const TrainOptions& o) {
         return path;
     };
 
-    ProgressBar bar(isatty(STDERR_FILENO) != 0);
+    session::ProgressBar bar(isatty(STDERR_FILENO) != 0);
     data::Prefetcher prefetch(sets.train, run.train_transform(), batch, data_seed, position, binding.helper_thread,
                               o.data.decode_threads, sets.skipped.get());
 
@@ -134,7 +128,7 @@ int run_train(const TrainOptions& o) {
     const double total_epochs = static_cast<double>(max_iter) * batch / n_train;
     std::string last_snapshot;
 
-    while (iter < max_iter && !g_stop_requested) {
+    while (iter < max_iter && !session::stop_requested()) {
         const auto t_iter = Clock::now();
         double loss;
         try {
@@ -186,7 +180,7 @@ int run_train(const TrainOptions& o) {
             const double train_loss = loss_sum_epoch / std::max<int64_t>(iters_epoch, 1);
             std::printf("epoch %.2f/%.2f  train_loss %.4f  test_accuracy %.4f  test_loss %.4f%s  %.0f img/s  elapsed %s\n",
                         epoch_now, total_epochs, train_loss, r.accuracy, r.loss, session::top5_text(r).c_str(), ips,
-                        format_duration(seconds_since(t_start)).c_str());
+                        session::format_duration(seconds_since(t_start)).c_str());
             std::fflush(stdout);
             report_skipped(sets, log);
             nlohmann::ordered_json line{{"event", "epoch"},      {"epoch", std::round(epoch_now * 1000) / 1000},
@@ -201,11 +195,13 @@ int run_train(const TrainOptions& o) {
             compute_s_epoch = loss_sum_epoch = 0.0;
             iters_epoch = images_epoch = 0;
         }
-        if (solver_spec.snapshot > 0 && iter % solver_spec.snapshot == 0 && iter < max_iter) last_snapshot = save(iter);
+        const bool asked = session::take_checkpoint_request();
+        if (iter < max_iter && (asked || (solver_spec.snapshot > 0 && iter % solver_spec.snapshot == 0)))
+            last_snapshot = save(iter);
     }
     bar.clear();
     last_snapshot = save(iter);
-    const bool interrupted = g_stop_requested;
+    const bool interrupted = session::stop_requested();
     log.write({{"event", interrupted ? "interrupted" : "end"}, {"iteration", iter},
                {"elapsed_s", seconds_since(t_start)}, {"snapshot", last_snapshot}});
     std::printf("%s at iteration %lld; snapshot %s\n", interrupted ? "interrupted" : "done",

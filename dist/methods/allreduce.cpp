@@ -119,7 +119,8 @@ AllreduceSummary run_allreduce_learner(Transport& t, SumGroup& group, const Allr
     try {
         if (root && cfg.replay_epoch) send_epoch(true);
         float stop = 0.0f;  // summed over the learners with each step's gradients
-        std::pair<int64_t, double> checkpoint_at{0, elapsed()};  // the last checkpoint's step and time
+        CheckpointCadence checkpoints(cfg.checkpoint_every);
+        checkpoints.written(0, elapsed());
         while (samples < total && stop == 0.0f) {
             const auto t0 = Clock::now();
             stop = cfg.stop_requested && cfg.stop_requested() ? 1.0f : 0.0f;
@@ -162,14 +163,12 @@ AllreduceSummary run_allreduce_learner(Transport& t, SumGroup& group, const Allr
                 send_epoch(false);
                 if (cfg.checkpoint && samples < total) {
                     cfg.checkpoint("epoch", sum.steps, samples, elapsed());
-                    checkpoint_at = {sum.steps, elapsed()};
+                    checkpoints.written(sum.steps, elapsed());
                 }
             } else if (root && cfg.checkpoint && stop == 0.0f && samples < total) {
-                const bool by_steps = cfg.checkpoint_every_steps > 0 && sum.steps - checkpoint_at.first >= cfg.checkpoint_every_steps;
-                const bool by_time = cfg.checkpoint_every_s > 0 && elapsed() - checkpoint_at.second >= cfg.checkpoint_every_s;
-                if (by_steps || by_time) {
+                if (checkpoints.due(sum.steps, elapsed())) {
                     cfg.checkpoint("periodic", sum.steps, samples, elapsed());
-                    checkpoint_at = {sum.steps, elapsed()};
+                    checkpoints.written(sum.steps, elapsed());
                 }
             }
         }

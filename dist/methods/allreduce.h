@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "dist/ps/checkpoint_cadence.h"
 #include "dist/transport/sum_group.h"
 #include "dist/transport/transport.h"
 #include "nn/net.h"
@@ -118,11 +119,10 @@ struct AllreduceConfig {
     // so that the learners stop together after the same step when any of them says true.
     std::function<bool()> stop_requested;
     // Learner 0, after each epoch's weights have gone to the statistics server, every
-    // checkpoint_every_steps steps or checkpoint_every_s seconds (0: never), and when the run stops
+    // checkpoint_every (steps or seconds; 0: never), and when the run stops
     // early: the learners' common state is a checkpoint (reason "epoch", "periodic" or "signal").
     // Learner 0 alone decides: every learner holds the same weights and solver history.
-    int64_t checkpoint_every_steps = 0;
-    double checkpoint_every_s = 0.0;
+    CheckpointEvery checkpoint_every;
     Timeline* timeline = nullptr;  // --timeline: compute and wait spans
     std::function<void(const std::string& reason, int64_t steps, int64_t samples, double elapsed_s)> checkpoint;
 };

@@ -109,18 +109,14 @@ void ParameterServer::send_epoch_weights(int64_t epoch, bool final, bool replay)
 
 void ParameterServer::checkpoint(const std::string& reason) {
     if (hooks_.checkpoint) hooks_.checkpoint(reason);
-    checkpoint_ts_ = rule_.timestamp();
-    checkpoint_at_s_ = now_s();
+    checkpoints_.written(rule_.timestamp(), now_s());
 }
 
 // Periodic checkpoints wait until the statistics server has logged the last epoch, so that a
 // resumed run never lacks an epoch line that came before its checkpoint.
 void ParameterServer::maybe_checkpoint() {
     if (stopping_ || logged_epoch_ < epoch_) return;
-    const bool by_updates =
-        config_.checkpoint_every_updates > 0 && rule_.timestamp() - checkpoint_ts_ >= config_.checkpoint_every_updates;
-    const bool by_time = config_.checkpoint_every_s > 0 && now_s() - checkpoint_at_s_ >= config_.checkpoint_every_s;
-    if (by_updates || by_time) checkpoint("periodic");
+    if (checkpoints_.due(rule_.timestamp(), now_s())) checkpoint("periodic");
 }
 
 void ParameterServer::answer_deferred() {
@@ -464,8 +460,8 @@ PsResult ParameterServer::run() {
             });
     }
     started_ = now_s();
-    checkpoint_at_s_ = started_;
-    checkpoint_ts_ = rule_.timestamp();
+    checkpoints_ = CheckpointCadence(config_.checkpoint_every);
+    checkpoints_.written(rule_.timestamp(), started_);
     epoch_ = rule_.samples() / config_.samples_per_epoch;  // after a warm start or resume, the epochs done
     logged_epoch_ = epoch_;
     if (config_.replay_epoch && epoch_ > 0) {

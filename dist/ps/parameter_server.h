@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "dist/ps/checkpoint_cadence.h"
 #include "dist/ps/receive_ahead.h"
 #include "dist/ps/update_rule.h"
 #include "dist/ps/weight_broadcast.h"
@@ -45,8 +46,7 @@ struct PsConfig {
     int epochs = 1;
     double peer_timeout_s = kDefaultPeerTimeoutS;   // silence after which a learner or the statistics server is lost
     // Periodic checkpoints (0: none), besides those at every epoch boundary and on request.
-    int64_t checkpoint_every_updates = 0;
-    double checkpoint_every_s = 0.0;
+    CheckpointEvery checkpoint_every;
     double elapsed_offset_s = 0.0;  // a resumed run's time before this start
     // A resumed run whose checkpoint lies on an epoch boundary sends that epoch's weights again,
     // in case the statistics server had not logged it before the run stopped.
@@ -150,8 +150,7 @@ private:
     // The reason of a stopping checkpoint that waits for the statistics server to log the last
     // epoch ("" when none waits).
     std::string stop_checkpoint_reason_;
-    int64_t checkpoint_ts_ = -1;
-    double checkpoint_at_s_ = 0.0;
+    CheckpointCadence checkpoints_;
     double started_ = 0.0;
     PsResult result_;
 };

@@ -4,16 +4,16 @@
 // checkpoint is refused naming the file, or every accessor a resumed run uses works on it.
 #include <cstring>
 
-#include "tools/dist_checkpoint.h"
+#include "dist/run/checkpoint.h"
 #include "test/fuzz/fuzz_target.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     using namespace rudra;
     if (size == 0) return 0;
     const std::string bytes = fuzz::with_fixed_crc(data, size);
-    tools::DistCheckpoint ck;
+    dist::run::DistCheckpoint ck;
     try {
-        ck = tools::parse_dist_checkpoint(bytes, fuzz::kInputName);
+        ck = dist::run::parse_dist_checkpoint(bytes, fuzz::kInputName);
     } catch (const std::exception& e) {
         fuzz::require_named(e);
         return 0;
@@ -22,11 +22,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                   "an accepted checkpoint's counters");
     for (int i = -1; i <= ck.learners() && i < 64; ++i) fuzz::require(ck.applied(i) >= 0, "applied counts");
     for (const bool given : {false, true}) {
-        tools::DistOptions o;
+        dist::run::DistOptions o;
         if (given) o.given = {"--epochs", "--protocol", "--batch"};
         o.epochs = 1000000;
         try {
-            tools::apply_checkpoint_settings(o, ck);
+            dist::run::apply_checkpoint_settings(o, ck);
         } catch (const std::exception& e) {
             fuzz::require_named(e);
         }

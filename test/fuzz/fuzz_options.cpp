@@ -6,11 +6,11 @@
 #include <string>
 
 #include "dist/ps/protocol.h"
+#include "dist/run/roles.h"
 #include "dist/ps/topology.h"
 #include "nn/kernel_options.h"
 #include "test/fuzz/fuzz_target.h"
 #include "tools/cli_checks.h"
-#include "tools/dist_roles.h"
 
 namespace {
 
@@ -29,8 +29,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     switch (data[0] % 8) {
         case 0:
             try {
-                const auto every = tools::dist_run::parse_checkpoint_every(text);
-                fuzz::require(every.updates >= 0 && std::isfinite(every.seconds) && every.seconds >= 0,
+                const auto every = dist::run::parse_checkpoint_every(text);
+                fuzz::require(every.steps >= 0 && std::isfinite(every.seconds) && every.seconds >= 0,
                               "a checkpoint interval is finite and not negative");
             } catch (const std::exception& e) {
                 refused_naming(e, "--checkpoint-every");
@@ -38,7 +38,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             break;
         case 1:
             try {
-                const auto [rank, factor] = tools::dist_run::parse_straggler(text, {2, 3, 5});
+                const auto [rank, factor] = dist::run::parse_straggler(text, {2, 3, 5});
                 fuzz::require(text.empty() ? rank == -1 : (rank == 2 || rank == 3 || rank == 5) && std::isfinite(factor) &&
                                                               factor >= 1,
                               "a straggler is a learner slowed at least once");

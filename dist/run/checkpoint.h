@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "nn/snapshot.h"
-#include "tools/commands.h"
+#include "dist/run/options.h"
 
-namespace rudra::tools {
+namespace rudra::dist::run {
 
 struct DistCheckpoint {
     std::string path;
@@ -45,4 +45,4 @@ nlohmann::ordered_json run_settings(const DistOptions& o, int learners);
 // given; --epochs (the total), the output, threads, waits, kernels and fault settings may change.
 void apply_checkpoint_settings(DistOptions& o, const DistCheckpoint& ck);
 
-}  // namespace rudra::tools
+}  // namespace rudra::dist::run

@@ -20,7 +20,7 @@
 #include "dist/transport/heartbeat.h"
 #include "dist/transport/transport.h"
 
-namespace rudra::tools {
+namespace rudra::dist::run {
 
 class StartupWatch {
 public:
@@ -84,4 +84,4 @@ private:
     std::thread thread_;
 };
 
-}  // namespace rudra::tools
+}  // namespace rudra::dist::run

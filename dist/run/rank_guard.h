@@ -8,7 +8,7 @@
 #pragma once
 #include <string>
 
-namespace rudra::tools {
+namespace rudra::dist::run {
 
 // Returns in the child (the rank), after install_handlers has run there. In the parent it waits
 // for the child and exits. Without a guard (RUDRA_RANK_GUARD=0, or the fork fails) it runs
@@ -24,4 +24,4 @@ void run_under_rank_guard(void (*install_handlers)());
 // cannot be told (another launcher, or mpiexec on another node).
 std::string launcher_warning();
 
-}  // namespace rudra::tools
+}  // namespace rudra::dist::run

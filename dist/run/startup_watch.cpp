@@ -1,4 +1,4 @@
-#include "tools/startup_watch.h"
+#include "dist/run/startup_watch.h"
 
 #include <unistd.h>
 
@@ -8,9 +8,9 @@
 #include <string>
 
 #include "dist/transport/mpi_transport.h"
-#include "tools/exit_codes.h"
+#include "session/exit_codes.h"
 
-namespace rudra::tools {
+namespace rudra::dist::run {
 namespace {
 
 // An MPI_Init that cannot complete leaves MPICH's segment for the node's ranks
@@ -106,7 +106,7 @@ void StartupWatch::run() {
         if (!stop_seen && stop_requested_ && stop_requested_()) stop_seen = Clock::now();
         if (stop_seen && Clock::now() - *stop_seen > std::chrono::duration<double>(kStopGrace_s)) {
             lock.unlock();
-            give_up(kExitStopped, "stopped by a signal during start-up, which did not end within " +
+            give_up(session::kExitStopped, "stopped by a signal during start-up, which did not end within " +
                                       std::to_string(static_cast<int>(kStopGrace_s)) +
                                       " s of it: training had not started, there is nothing to checkpoint");
         }
@@ -115,7 +115,7 @@ void StartupWatch::run() {
         if (Clock::now() >= deadline_ + (mpi_up_ && rank_ != 0 ? std::chrono::seconds(10) : std::chrono::seconds(0))) {
             const std::string where = mpi_up_ ? "set up" : "start MPI (MPI_Init waits for every rank of the job)";
             lock.unlock();
-            give_up(kExitLearnerLost, "the ranks did not all " + where + " within the start-up allowance of " +
+            give_up(session::kExitLearnerLost, "the ranks did not all " + where + " within the start-up allowance of " +
                                           std::to_string(static_cast<int>(startup_timeout_s_)) +
                                           " s (--startup-timeout): a rank died or hangs while starting, or the "
                                           "start-up needs more time");
@@ -125,7 +125,7 @@ void StartupWatch::run() {
             const double silent = heartbeat_->silent_s(r);
             if (silent > peer_timeout_s_) {
                 lock.unlock();
-                give_up(kExitLearnerLost, "rank " + std::to_string(r) + " was lost during start-up (not heard from for " +
+                give_up(session::kExitLearnerLost, "rank " + std::to_string(r) + " was lost during start-up (not heard from for " +
                                               std::to_string(static_cast<int>(silent)) +
                                               " s): it died or hangs. Ending the job before training started");
             }
@@ -133,4 +133,4 @@ void StartupWatch::run() {
     }
 }
 
-}  // namespace rudra::tools
+}  // namespace rudra::dist::run

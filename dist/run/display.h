@@ -9,10 +9,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tools/commands.h"
-#include "tools/progress.h"
+#include "dist/run/options.h"
+#include "session/progress.h"
 
-namespace rudra::tools {
+namespace rudra::dist::run {
 
 // "epoch 2/10: test accuracy 0.7120 (loss 0.84), train loss 1.23, 2,255 images/s, ..."
 std::string readable_metrics_line(const nlohmann::ordered_json& line, int epochs);
@@ -29,8 +29,8 @@ private:
     bool json_, lines_, over_ = false;  // over_: the last epoch, or a stop, was shown
     int epochs_, batch_;
     int64_t samples_per_epoch_, start_samples_;
-    ProgressBar bar_;
+    session::ProgressBar bar_;
     std::chrono::steady_clock::time_point started_, last_line_;
 };
 
-}  // namespace rudra::tools
+}  // namespace rudra::dist::run

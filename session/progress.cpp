@@ -1,8 +1,8 @@
-#include "tools/progress.h"
+#include "session/progress.h"
 
 #include <cstdio>
 
-namespace rudra::tools {
+namespace rudra::session {
 
 std::string format_duration(double s) {
     if (!(s >= 0) || s > 1e7) return "--:--";
@@ -45,4 +45,4 @@ std::string with_thousands(uint64_t n) {
     return s;
 }
 
-}  // namespace rudra::tools
+}  // namespace rudra::session

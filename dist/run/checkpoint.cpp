@@ -1,4 +1,4 @@
-#include "tools/dist_checkpoint.h"
+#include "dist/run/checkpoint.h"
 
 #include <filesystem>
 #include <limits>
@@ -8,7 +8,7 @@
 
 #include "dist/ps/update_rule.h"
 
-namespace rudra::tools {
+namespace rudra::dist::run {
 namespace fs = std::filesystem;
 
 namespace {
@@ -81,7 +81,7 @@ nlohmann::ordered_json run_settings(const DistOptions& o, int learners) {
             {"n", o.n},
             {"batch", o.batch},
             {"epochs", o.epochs},
-            {"mode", o.mode},
+            {"mode", learner_mode_name(o.mode)},
             {"lr_modulation", o.lr_modulation},
             {"momentum_compensation", o.momentum_compensation},
             {"reference_batch", o.reference_batch},
@@ -133,6 +133,12 @@ void take(DistOptions& o, const DistCheckpoint& ck, const char* key, const char*
 
 }  // namespace
 
+LearnerMode learner_mode_named(const std::string& name) {
+    if (name == "base") return LearnerMode::Base;
+    if (name == "overlap") return LearnerMode::Overlap;
+    throw std::invalid_argument("'" + name + "' is not a mode (base or overlap)");
+}
+
 void apply_checkpoint_settings(DistOptions& o, const DistCheckpoint& ck) {
     take(o, ck, "solver", "solver", o.solver, false);
     take(o, ck, "data", "--data", o.data.dir, false);
@@ -143,7 +149,13 @@ void apply_checkpoint_settings(DistOptions& o, const DistCheckpoint& ck) {
     take(o, ck, "n", "--n", o.n, false);
     take(o, ck, "batch", "--batch", o.batch, false);
     take(o, ck, "epochs", "--epochs", o.epochs, true);
-    take(o, ck, "mode", "--mode", o.mode, true);
+    std::string mode = learner_mode_name(o.mode);
+    take(o, ck, "mode", "--mode", mode, true);
+    try {
+        o.mode = learner_mode_named(mode);
+    } catch (const std::invalid_argument& e) {
+        throw std::runtime_error(ck.path + ": the checkpoint's setting 'mode' is unusable: " + e.what());
+    }
     take(o, ck, "lr_modulation", "--lr-modulation", o.lr_modulation, false);
     take(o, ck, "momentum_compensation", "--momentum-compensation", o.momentum_compensation, false);
     take(o, ck, "reference_batch", "--reference-batch", o.reference_batch, false);
@@ -165,4 +177,4 @@ void apply_checkpoint_settings(DistOptions& o, const DistCheckpoint& ck) {
                                  " already: raise --epochs (the total) to train further");
 }
 
-}  // namespace rudra::tools
+}  // namespace rudra::dist::run

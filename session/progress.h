@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-namespace rudra::tools {
+namespace rudra::session {
 
 class ProgressBar {
 public:
@@ -24,4 +24,4 @@ private:
 std::string format_duration(double seconds);
 std::string with_thousands(uint64_t n);  // 89578 -> "89,578"
 
-}  // namespace rudra::tools
+}  // namespace rudra::session

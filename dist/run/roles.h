@@ -1,6 +1,6 @@
-// What `rudra dist`'s roles share (tools/dist_command.cpp runs the PS and starts the roles;
-// tools/dist_roles.cpp holds the statistics server and the learners): the rank layout, the
-// setup read from the command line, and small helpers. Internal to the tools.
+// What `rudra dist`'s roles share (dist/run/job.cpp runs the PS and starts the roles;
+// dist/run/roles.cpp holds the statistics server and the learners): the rank layout, the
+// setup read from the options, and small helpers. Internal to dist/run/.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -14,17 +14,24 @@
 #include "data/batch_stream.h"
 #include "data/dataset.h"
 #include "dist/methods/allreduce.h"
+#include "dist/ps/checkpoint_cadence.h"
 #include "dist/ps/learner.h"
 #include "dist/ps/protocol.h"
 #include "dist/ps/topology.h"
+#include "dist/run/checkpoint.h"
+#include "dist/run/options.h"
 #include "dist/transport/heartbeat.h"
 #include "dist/transport/transport.h"
+#include "dist/transport/wait_policy.h"
 #include "nn/snapshot.h"
+#include "placement/binding.h"
 #include "session/training_session.h"
-#include "tools/commands.h"
-#include "tools/dist_checkpoint.h"
 
-namespace rudra::tools::dist_run {
+namespace rudra::dist {
+class MpiSession;
+}  // namespace rudra::dist
+
+namespace rudra::dist::run {
 
 // Rank 0 the PS (under all-reduce, the first learner), rank 1 the statistics server.
 constexpr int kPsRank = 0, kStatsRank = 1, kFirstLearner = 2;
@@ -44,20 +51,18 @@ struct Setup {
     dist::Timeline* timeline = nullptr;  // --timeline: this rank's spans
     dist::RankLayout layout;  // the PS protocols: who is a learner, a leaf PS, whose parent
     std::chrono::steady_clock::time_point process_start;  // this rank's
-    // Start-up waits go on while this says so (the start-up allowance, tools/startup_watch.h);
+    // Start-up waits go on while this says so (the start-up allowance, dist/run/startup_watch.h);
     // `started` is called once training starts.
     dist::KeepWaiting keep_starting;
     std::function<void()> started;
+    // The PS: true once each time a signal has asked for a checkpoint.
+    std::function<bool()> checkpoint_requested;
 
     const nn::LayerSpec& train_layer() const { return *spec.net.data_layer(nn::Phase::Train); }  // read_setup checks it
 };
 
-// --checkpoint-every: "N" updates, "Ns" seconds, "Nm" minutes, "0" none.
-struct CheckpointEvery {
-    int64_t updates = 0;
-    double seconds = 0.0;
-};
-CheckpointEvery parse_checkpoint_every(const std::string& text);
+// --checkpoint-every: "N" updates (steps), "Ns" seconds, "Nm" minutes, "0" none.
+dist::CheckpointEvery parse_checkpoint_every(const std::string& text);
 
 // --straggler RANK:FACTOR, checked against the learners' ranks: {rank, factor}, or {-1, 1} for "".
 std::pair<int, double> parse_straggler(const std::string& text, const std::vector<int>& learner_ranks);
@@ -100,23 +105,32 @@ auto slowed(Compute compute, double factor) {
 dist::LocalSgdWork local_sgd_work(session::TrainingSession& run, data::Prefetcher& prefetch, double straggle,
                                   int64_t first_step = 0);
 
+// The parameter server (rank 0 of the PS protocols); returns the exit code, or ends the job
+// when a learner is lost.
+int run_ps_role(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
+                const data::TrainTest& sets, const dist::WaitPolicy& wait, dist::MpiSession& mpi,
+                dist::Heartbeat& heartbeat);
 // The statistics server; the learner of the PS protocols (EASGD's included); the all-reduce and
 // gossip learners (the first of which returns the run's exit code).
 void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
                const data::TrainTest& sets, dist::Heartbeat& heartbeat);
 void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
-                      const data::TrainTest& sets, const Binding& binding, dist::Heartbeat& heartbeat,
+                      const data::TrainTest& sets, const placement::Binding& binding, dist::Heartbeat& heartbeat,
                       double straggle);
 // A leaf parameter server of --topology adv (dist/ps/relay_server.h).
 void run_relay_role(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
                     const data::TrainTest& sets, dist::Heartbeat& heartbeat);
 int run_allreduce_role(const DistOptions& o, const Setup& s, dist::Transport& t, dist::SumGroup& group,
-                       const data::TrainTest& sets, const Binding& binding, dist::Heartbeat& heartbeat,
+                       const data::TrainTest& sets, const placement::Binding& binding, dist::Heartbeat& heartbeat,
                        double straggle);
 int run_gossip_role(const DistOptions& o, const Setup& s, dist::Transport& t, dist::SumGroup& group,
-                    const dist::Protocol& protocol, const data::TrainTest& sets, const Binding& binding,
+                    const dist::Protocol& protocol, const data::TrainTest& sets, const placement::Binding& binding,
                     dist::Heartbeat& heartbeat, double straggle);
+// Rank 0 of a decentralized run hears every rank's heartbeats (the others watch rank 0 alone):
+// of the ranks silent longer than `timeout`, the one silent longest (a killed rank fell silent
+// first), or -1.
+std::function<dist::SilentPeer()> silent_peer(dist::Heartbeat& heartbeat, int size, double timeout);
 // A decentralized run's learners: rank 0 and ranks 2.. (rank 1 is the statistics server).
 std::vector<int> decentralized_learner_ranks(int size);
 
-}  // namespace rudra::tools::dist_run
+}  // namespace rudra::dist::run

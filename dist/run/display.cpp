@@ -1,4 +1,4 @@
-#include "tools/dist_display.h"
+#include "dist/run/display.h"
 
 #include <unistd.h>
 
@@ -7,7 +7,7 @@
 
 #include "base/clock.h"
 
-namespace rudra::tools {
+namespace rudra::dist::run {
 namespace {
 
 std::string fixed(double v, int digits) {
@@ -28,12 +28,12 @@ std::string readable_metrics_line(const nlohmann::ordered_json& j, int epochs) {
                         (j.contains("test_top5") ? ", top-5 " + fixed(number(j, "test_top5"), 4) : std::string()) + " (loss " +
                         fixed(number(j, "test_loss"), 4) + "), train loss " +
                         (j.contains("train_loss") ? fixed(number(j, "train_loss"), 4) : std::string("not reported yet")) + ", " +
-                        with_thousands(static_cast<uint64_t>(number(j, "images_per_s") + 0.5)) + " images/s, staleness " +
+                        session::with_thousands(static_cast<uint64_t>(number(j, "images_per_s") + 0.5)) + " images/s, staleness " +
                         fixed(number(j, "staleness_mean"), 2) + " (max " +
                         std::to_string(j.value("staleness_max", int64_t{0})) + "), overlap " +
                         fixed(number(j, "overlap_ratio"), 2);
         if (j.contains("spread")) s += ", spread " + fixed(number(j, "spread"), 4);
-        return s + ", " + format_duration(number(j, "elapsed_s")) + " elapsed";
+        return s + ", " + session::format_duration(number(j, "elapsed_s")) + " elapsed";
     }
     if (event == "learner_lost")
         return "learner rank " + std::to_string(j.value("rank", int64_t{0})) + " lost at " +
@@ -86,12 +86,12 @@ void DistDisplay::learners_report(int64_t minibatches, double loss) {
         const double eta = images_per_s > 0 ? static_cast<double>(samples_per_epoch_ - done) / images_per_s : -1;
         std::printf("epoch %d: %.0f%% (%s of %s images), %s images/s, train loss %.4f, epoch ends in %s\n", epoch,
                     100.0 * static_cast<double>(done) / static_cast<double>(samples_per_epoch_),
-                    with_thousands(static_cast<uint64_t>(done)).c_str(),
-                    with_thousands(static_cast<uint64_t>(samples_per_epoch_)).c_str(),
-                    with_thousands(static_cast<uint64_t>(images_per_s + 0.5)).c_str(), loss,
-                    format_duration(eta).c_str());
+                    session::with_thousands(static_cast<uint64_t>(done)).c_str(),
+                    session::with_thousands(static_cast<uint64_t>(samples_per_epoch_)).c_str(),
+                    session::with_thousands(static_cast<uint64_t>(images_per_s + 0.5)).c_str(), loss,
+                    session::format_duration(eta).c_str());
         std::fflush(stdout);
     }
 }
 
-}  // namespace rudra::tools
+}  // namespace rudra::dist::run

@@ -5,8 +5,8 @@
 // signal (with a checkpoint to go on from).
 #pragma once
 
-namespace rudra::tools {
+namespace rudra::session {
 
 constexpr int kExitLearnerLost = 3, kExitPsLost = 4, kExitWriteFailed = 5, kExitStopped = 130;
 
-}  // namespace rudra::tools
+}  // namespace rudra::session

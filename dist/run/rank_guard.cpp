@@ -1,4 +1,4 @@
-#include "tools/rank_guard.h"
+#include "dist/run/rank_guard.h"
 
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace rudra::tools {
+namespace rudra::dist::run {
 namespace {
 
 // The child the parent's signal handlers pass signals on to: a signal handler can reach only
@@ -113,4 +113,4 @@ void run_under_rank_guard(void (*install_handlers)()) {
     _exit(128 + sig);
 }
 
-}  // namespace rudra::tools
+}  // namespace rudra::dist::run

@@ -1,0 +1,144 @@
+// The parameter server's rank of a `rudra dist` job under hardsync, softsync, async and EASGD (and
+// the root of adv and adv*'s trees): its session and update rule, checkpoints, the final snapshot
+// and staleness file, and the end of the job when a learner is lost.
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "base/clock.h"
+#include "dist/ps/parameter_server.h"
+#include "dist/ps/update_rule.h"
+#include "dist/run/checkpoint.h"
+#include "dist/run/roles.h"
+#include "dist/transport/mpi_transport.h"
+#include "nn/atomic_file.h"
+#include "session/exit_codes.h"
+
+namespace rudra::dist::run {
+
+namespace fs = std::filesystem;
+
+int run_ps_role(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
+                const data::TrainTest& sets, const dist::WaitPolicy& wait, dist::MpiSession& mpi,
+                dist::Heartbeat& heartbeat) {
+    const int lambda = protocol.learners();
+    session::SessionSpec spec = s.spec;
+    spec.kernels.conv = "own";  // the PS's net only holds the parameters: no backend to choose
+    session::TrainingSession run(spec, sets, {.train_net = true, .test_net = false, .solver = true});
+    s.release_train_images();
+    if (s.resume) {
+        run.restore(s.resume->snapshot, s.resume->path, session::TrainingSession::History::Required);
+    } else if (!o.warm_start.empty()) {
+        run.restore(s.warm, o.warm_start, session::TrainingSession::History::IfMatching);
+    }
+    nn::ParamStore& params = run.params();
+    dist::UpdateRuleConfig rc;
+    rc.modulation =
+        o.lr_modulation.empty() ? protocol.default_modulation() : dist::parse_lr_modulation(o.lr_modulation);
+    rc.batch = run.batch() * (protocol.elastic() ? o.tau : 1);  // EASGD: one difference per tau mini-batches
+    rc.momentum_compensation = o.momentum_compensation;
+    rc.start_samples = s.start_samples;
+    rc.reference_batch = o.reference_batch > 0 ? o.reference_batch : s.train_layer().batch_size;
+    if (protocol.synchronous())
+        rc.base_scale = static_cast<float>(dist::synchronous_lr_scale(lambda, rc.batch, rc.reference_batch));
+    dist::UpdateRule rule(protocol, run.solver(), params, lambda, rc);
+    dist::PsConfig pc;
+    pc.timeline = s.timeline;
+    pc.learner_ranks = s.layout.learners();
+    for (int child : s.layout.children(kPsRank))
+        if (s.layout.role(child) == dist::RankLayout::Role::Relay)
+            pc.relays.push_back({child, s.layout.learners_below(child)});
+    pc.broadcast_children = s.layout.broadcast_children(kPsRank);
+    pc.stats_rank = kStatsRank;
+    pc.samples_per_epoch = sets.train.size();
+    pc.epochs = o.epochs;
+    pc.peer_timeout_s = o.peer_timeout;
+    pc.receive_ahead = o.ps_receive_ahead;
+    pc.checkpoint_every = parse_checkpoint_every(o.checkpoint_every);
+
+    const std::string ck_path = checkpoint_path(o.output);
+    const std::string snap_path = (fs::path(o.output) / "final.rudra").string();
+    const std::string stale_path = (fs::path(o.output) / "staleness.json").string();
+    for (const std::string& f : {ck_path, snap_path, stale_path})
+        if (nn::remove_stale_tmp(f)) say("PS: removed " + f + ".tmp, left by a run that was killed while writing it");
+    if (s.resume) {
+        rule.restore_state(s.resume->meta.at("rule"));
+        pc.elapsed_offset_s = s.resume->elapsed_s();
+        pc.replay_epoch = rule.samples() % pc.samples_per_epoch == 0;
+        say("PS: resuming from " + s.resume->path + " (" + s.resume->meta.value("reason", std::string("?")) +
+            " checkpoint of " + s.resume->meta.value("written_at", std::string("?")) + "): epoch " +
+            std::to_string(s.resume->epoch()) + ", update " + std::to_string(rule.timestamp()) + ", " +
+            std::to_string(rule.samples()) + " samples" +
+            (s.resume->learners() != lambda ? ", with " + std::to_string(lambda) + " learners instead of " +
+                                                  std::to_string(s.resume->learners())
+                                            : std::string()));
+    }
+    std::printf(
+        "rudra dist: %s, %d learners, mini-batch %d, %s, base_lr %g x %.4g, %d epochs of %lld images, "
+        "wait: spin %d then sleep %d us, output %s\n",
+        protocol.name().c_str(), lambda, run.batch(), learner_mode_name(o.mode), s.spec.solver.lr.base_lr, rc.base_scale, o.epochs,
+        static_cast<long long>(pc.samples_per_epoch), wait.spin, wait.sleep_us, o.output.c_str());
+    if (protocol.elastic())
+        say("easgd: learners step locally with the solver's rate and exchange beta * (local - centre) every " +
+            std::to_string(o.tau) + " steps, beta " + number_text(easgd_beta(o, lambda)) +
+            (o.beta > 0 ? "" : " (0.9 / learners)") + "; the PS adds the differences to the centre");
+    say(s.layout.describe());
+
+    using Clock = std::chrono::steady_clock;
+    const auto started = Clock::now();
+    auto elapsed = [&] { return pc.elapsed_offset_s + seconds_since(started); };
+    const nlohmann::ordered_json settings = run_settings(o, lambda);
+    dist::PsHooks hooks;
+    hooks.checkpoint = [&](const std::string& reason) {
+        nn::Snapshot snap = run.snapshot(static_cast<uint64_t>(rule.timestamp()), static_cast<uint64_t>(rule.samples()),
+                                         s.spec.seed);
+        const int64_t epoch = rule.samples() / pc.samples_per_epoch;
+        snap.metadata = checkpoint_metadata(reason, epoch, elapsed(), protocol.name(), settings, rule.state());
+        nn::write_snapshot(ck_path, snap);
+        if (reason != "periodic" && reason != "epoch")
+            say("PS: checkpoint (" + reason + ") at update " + std::to_string(rule.timestamp()) + ", epoch " +
+                std::to_string(epoch) + ": " + ck_path);
+    };
+    hooks.finished = [&] {
+        nn::write_snapshot(snap_path, run.snapshot(static_cast<uint64_t>(rule.timestamp()),
+                                                   static_cast<uint64_t>(rule.samples()), s.spec.seed));
+        rule.staleness().write_json(stale_path, protocol.name());
+    };
+    hooks.stop_requested = s.stop_requested;
+    hooks.checkpoint_requested = s.checkpoint_requested;
+    hooks.log = say;
+    hooks.heartbeat = &heartbeat;
+    dist::ParameterServer ps(t, rule, params, pc, hooks);
+    training_starts(t, s);
+    const dist::PsResult r = ps.run();
+
+    if (r.end == dist::PsResult::End::Finished) {
+        std::printf("PS: %lld updates, %lld gradients (%lld more arrived after the last epoch and were dropped), "
+                    "staleness mean %.3f max %lld, %.1f s; snapshot %s, staleness %s\n",
+                    static_cast<long long>(r.updates), static_cast<long long>(rule.staleness().gradients()),
+                    static_cast<long long>(r.dropped_gradients), rule.staleness().mean(),
+                    static_cast<long long>(rule.staleness().max()), r.elapsed_s, snap_path.c_str(), stale_path.c_str());
+    } else {
+        std::printf("PS: stopped at update %lld after %.1f s: %s. The newest checkpoint is %s; %s%s\n",
+                    static_cast<long long>(r.updates), r.elapsed_s, r.why.c_str(), ck_path.c_str(),
+                    resume_hint(o.output).c_str(),
+                    r.end == dist::PsResult::End::LearnerLost ? " (with as many learners as answer)" : "");
+    }
+    std::fflush(stdout);
+    const int code = r.end == dist::PsResult::End::Finished   ? 0
+                     : r.end == dist::PsResult::End::Stopped ? session::kExitStopped
+                                                             : session::kExitLearnerLost;
+    if (!r.lost_ranks.empty()) {
+        // A lost rank may be stopped rather than dead: only ending the whole job frees mpiexec,
+        // and MPI_Finalize would wait for it forever.
+        std::string ranks;
+        for (int rank : r.lost_ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
+        say("PS: ending the job (rank " + ranks + " lost) with exit code " + std::to_string(code));
+        mpi.peer_lost();
+        dist::MpiSession::end_job(code);
+    }
+    return code;
+}
+
+}  // namespace rudra::dist::run

@@ -1,0 +1,173 @@
+#include "dist/run/roles.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+
+#include "base/clock.h"
+#include "dist/transport/messages.h"
+
+namespace rudra::dist::run {
+
+
+namespace fs = std::filesystem;
+
+std::string utc_now() {
+    char buf[32];
+    const std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+void say(const std::string& line) {
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+}
+
+std::string resume_hint(const std::string& output) { return "go on with: rudra dist --resume " + output; }
+
+uint64_t sample_stream_seed(uint64_t run_seed, int stream) { return run_seed * 7919 + static_cast<uint64_t>(stream); }
+
+std::vector<int> ranks_from(int first, int size) {
+    std::vector<int> r;
+    for (int i = first; i < size; ++i) r.push_back(i);
+    return r;
+}
+
+// A number as a user wrote it: 1.5, not 1.500000.
+std::string number_text(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+}
+
+// EASGD's moving rate: --beta, or 0.9 / learners (the EASGD paper's beta = 0.9 shared by p learners).
+double easgd_beta(const DistOptions& o, int learners) { return o.beta > 0 ? o.beta : 0.9 / learners; }
+
+std::function<dist::SilentPeer()> silent_peer(dist::Heartbeat& heartbeat, int size, double timeout) {
+    return [&heartbeat, size, timeout] {
+        dist::SilentPeer lost;
+        for (int r = 1; r < size; ++r) {
+            const double silent = heartbeat.silent_s(r);
+            if (silent > timeout && silent > lost.silent_s) lost = dist::SilentPeer{r, silent};
+        }
+        return lost;
+    };
+}
+
+
+void training_starts(dist::Transport& t, const Setup& s) {
+    const auto since_start = [&] {
+        return seconds_since(s.process_start);
+    };
+    const double ready = since_start();
+    // Every rank tells rank 0 it is ready and waits for rank 0's word: either every rank starts,
+    // or rank 0 ends the job (a rank lost during start-up, dist/run/startup_watch.h). A barrier could
+    // complete on some ranks and not on others when a rank dies inside it.
+    std::vector<char> word;
+    const auto late = [](int peer, const std::string& what) {
+        return dist::PeerError(peer, what + " within the start-up allowance (--startup-timeout)");
+    };
+    if (t.rank() == kPsRank) {
+        for (int r = 1; r < t.size(); ++r)
+            if (!t.recv_while(r, dist::kReadyToTrain, word, s.keep_starting))
+                throw late(r, "rank " + std::to_string(r) + " did not get ready");
+        for (int r = 1; r < t.size(); ++r)
+            if (!t.send_while(r, dist::kReadyToTrain, nullptr, 0, s.keep_starting))
+                throw late(r, "rank " + std::to_string(r) + " did not take the word to start");
+    } else if (!t.send_while(kPsRank, dist::kReadyToTrain, nullptr, 0, s.keep_starting) ||
+               !t.recv_while(kPsRank, dist::kReadyToTrain, word, s.keep_starting)) {
+        throw late(kPsRank, "rank 0 did not give the word to start");
+    }
+    if (s.started) s.started();
+    // VmRSS: all resident memory; RssAnon: the part no other process maps.
+    int64_t resident_kb = 0, private_kb = 0;
+    if (std::FILE* f = std::fopen("/proc/self/status", "r")) {
+        char line[256];
+        long kb = 0;
+        while (std::fgets(line, sizeof line, f)) {
+            if (std::sscanf(line, "VmRSS: %ld kB", &kb) == 1) resident_kb = kb;
+            if (std::sscanf(line, "RssAnon: %ld kB", &kb) == 1) private_kb = kb;
+        }
+        std::fclose(f);
+    }
+    const dist::RankStarted info{ready, since_start(), resident_kb, private_kb};
+    t.send(kStatsRank, dist::kRankStarted, &info, sizeof info);
+}
+
+std::string checkpoint_metadata(const std::string& reason, int64_t epoch, double elapsed_s, const std::string& protocol,
+                                const nlohmann::ordered_json& settings, const nlohmann::ordered_json& rule) {
+    return nlohmann::ordered_json{{"format", "rudra dist checkpoint"},
+                                  {"reason", reason},
+                                  {"written_at", utc_now()},
+                                  {"epoch", epoch},
+                                  {"elapsed_s", elapsed_s},
+                                  {"protocol", protocol},
+                                  {"settings", settings},
+                                  {"rule", rule}}
+        .dump();
+}
+
+std::pair<int, double> parse_straggler(const std::string& text, const std::vector<int>& learner_ranks) {
+    if (text.empty()) return {-1, 1.0};
+    const auto bad = [&] {
+        std::string ranks;
+        for (int r : learner_ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+        return std::runtime_error("--straggler must be RANK:FACTOR with RANK a learner's rank (" + ranks +
+                                  ") and FACTOR a number >= 1, got '" + text + "'");
+    };
+    const size_t colon = text.find(':');
+    if (colon == std::string::npos) throw bad();
+    try {
+        size_t used_rank = 0, used_factor = 0;
+        const int rank = std::stoi(text.substr(0, colon), &used_rank);
+        const double factor = std::stod(text.substr(colon + 1), &used_factor);
+        if (used_rank != colon || used_factor != text.size() - colon - 1 || !(factor >= 1.0) || !std::isfinite(factor) ||
+            std::find(learner_ranks.begin(), learner_ranks.end(), rank) == learner_ranks.end())
+            throw bad();
+        return {rank, factor};
+    } catch (const std::logic_error&) {  // stoi/stod: not a number, out of range
+        throw bad();
+    }
+}
+
+dist::CheckpointEvery parse_checkpoint_every(const std::string& text) {
+    size_t used = 0;
+    double v = -1;
+    try {
+        v = std::stod(text, &used);
+    } catch (const std::exception&) {
+    }
+    const std::string unit = text.substr(std::min(used, text.size()));
+    // Finite and within what an int64 of updates or a duration of seconds holds (inf, nan and
+    // 1e30 would not convert).
+    const double most = unit == "m" ? 1e7 : unit == "s" ? 1e9 : 1e15;
+    if (!(v >= 0 && v <= most) || !(unit.empty() || unit == "s" || unit == "m") || (unit.empty() && v != std::floor(v)))
+        throw std::runtime_error("--checkpoint-every must be N (updates, at most 1e15), Ns (seconds, at most 1e9), "
+                                 "Nm (minutes, at most 1e7) or 0, got '" + text + "'");
+    dist::CheckpointEvery every;
+    if (unit.empty()) every.steps = static_cast<int64_t>(v);
+    else every.seconds = unit == "m" ? v * 60 : v;
+    return every;
+}
+
+dist::LocalSgdWork local_sgd_work(session::TrainingSession& run, data::Prefetcher& prefetch, double straggle,
+                                  int64_t first_step) {
+    dist::LocalSgdWork work;
+    work.param_floats = run.params().size();
+    work.weights = run.params().values();
+    work.step = slowed([&run, &prefetch, step = first_step]() mutable { return run.step(prefetch.next(), step++); },
+                       straggle);
+    return work;
+}
+
+std::vector<int> decentralized_learner_ranks(int size) {
+    std::vector<int> ranks = ranks_from(kStatsRank + 1, size);
+    ranks.insert(ranks.begin(), kPsRank);
+    return ranks;
+}
+
+}  // namespace rudra::dist::run

@@ -1,0 +1,223 @@
+// A `rudra dist` job's roles (dist/run/) on the in-process transport, each rank on a thread of
+// one process: the wiring that the mpiexec tests (dist_test.sh, fault_test.sh) check through the
+// command line, checked here at the level of the files a run leaves: a stop asked by a signal
+// ends the run with a checkpoint of where it stood, and a run resumed from it ends where an
+// uninterrupted run ends.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "dist/ps/checkpoint_cadence.h"
+#include "dist/run/checkpoint.h"
+#include "dist/run/roles.h"
+#include "dist/transport/inprocess_transport.h"
+#include "nn/net_spec.h"
+#include "nn/snapshot.h"
+#include "session/exit_codes.h"
+#include "test/small_net.h"
+
+using namespace rudra;
+using namespace rudra::dist::run;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The small net and 48 training images (6 all-reduce steps of 2 learners x 4 per epoch).
+data::TrainTest small_sets() {
+    data::TrainTest sets;
+    sets.train = test::small_dataset(48);
+    sets.test = test::small_dataset(12);
+    sets.train.num_classes = sets.test.num_classes = 3;
+    sets.format = "idx";
+    return sets;
+}
+
+Setup small_setup() {
+    Setup s;
+    std::string net = test::kSmallConvNet;
+    const std::string data_param = "data_param { batch_size: 4 }";
+    net.replace(net.find(data_param), data_param.size(), data_param + " transform_param { scale: 0.00390625 }");
+    s.spec.net = nn::parse_net_spec(net, "small.prototxt");
+    s.spec.solver.lr.base_lr = 0.05;
+    s.spec.solver.momentum = 0.9;
+    s.spec.solver.net = "small.prototxt";
+    s.spec.seed = 7;
+    s.spec.kernels.conv = "own";
+    s.process_start = std::chrono::steady_clock::now();
+    return s;
+}
+
+DistOptions small_options(const std::string& protocol, const fs::path& output) {
+    DistOptions o;
+    o.solver = "small_solver.prototxt";
+    o.protocol = protocol;
+    o.epochs = 3;
+    o.output = output.string();
+    o.checkpoint_every = "0";
+    o.progress = "off";
+    return o;
+}
+
+struct JobResult {
+    std::vector<int> codes;  // each rank's exit code (the statistics server's: 0)
+};
+
+// One job of `learners` learners (ranks 0, 2, 3, ...) and the statistics server (rank 1), each
+// rank a thread. Rank 0's stop request says yes from its `stop_after`th question on (-1: never).
+JobResult run_decentralized_job(const DistOptions& o, const Setup& base, const data::TrainTest& sets, int learners,
+                                int stop_after) {
+    const int size = learners + 1;
+    const dist::Protocol protocol = dist::Protocol::parse(o.protocol, learners, 1);
+    dist::InProcessHub hub(size);
+    dist::InProcessSumHub sums(learners);
+    JobResult result;
+    result.codes.assign(static_cast<size_t>(size), -1);
+    std::atomic<int> asked{0};
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < size; ++r)
+        ranks.emplace_back([&, r] {
+            dist::InProcessTransport t(hub, r);
+            dist::Heartbeat heartbeat(t, dist::HeartbeatConfig{});
+            Setup s = base;
+            s.release_train_images = [] {};
+            s.stop_requested = [&, r] { return r == kPsRank && stop_after >= 0 && ++asked > stop_after; };
+            if (r == kStatsRank) {
+                run_stats(o, s, t, protocol, sets, heartbeat);
+                result.codes[static_cast<size_t>(r)] = 0;
+                return;
+            }
+            dist::InProcessSumGroup group(sums, r == kPsRank ? 0 : r - 1);
+            result.codes[static_cast<size_t>(r)] =
+                protocol.gossip() ? run_gossip_role(o, s, t, group, protocol, sets, {}, heartbeat, 1.0)
+                                  : run_allreduce_role(o, s, t, group, sets, {}, heartbeat, 1.0);
+        });
+    for (auto& t : ranks) t.join();
+    return result;
+}
+
+// The run resumed from the checkpoint in `o.output`, as `rudra dist --resume` sets it up.
+JobResult resume_job(DistOptions o, const Setup& base, const data::TrainTest& sets, int learners) {
+    Setup s = base;
+    o.resume = o.output;
+    s.resume = read_dist_checkpoint(o.resume);
+    apply_checkpoint_settings(o, *s.resume);
+    return run_decentralized_job(o, s, sets, learners, -1);
+}
+
+std::vector<nlohmann::json> epoch_lines(const fs::path& dir) {
+    std::ifstream in(dir / "metrics.jsonl");
+    std::vector<nlohmann::json> out;
+    for (std::string line; std::getline(in, line);) {
+        const nlohmann::json j = nlohmann::json::parse(line);
+        if (j.value("event", "") == "epoch") out.push_back(j);
+    }
+    return out;
+}
+
+struct TempDir {
+    fs::path path = fs::temp_directory_path() / ("rudra-test-dist-run-" + std::to_string(getpid()));
+    TempDir() {
+        fs::remove_all(path);
+        fs::create_directories(path);
+    }
+    ~TempDir() { fs::remove_all(path); }
+};
+
+}  // namespace
+
+TEST_CASE("--checkpoint-every: due after N steps or S seconds since the last checkpoint of any reason; 0 never") {
+    CHECK(parse_checkpoint_every("25").steps == 25);
+    CHECK(parse_checkpoint_every("90s").seconds == 90.0);
+    CHECK(parse_checkpoint_every("2m").seconds == 120.0);
+    CHECK_THROWS_WITH_AS(parse_checkpoint_every("5h"), doctest::Contains("--checkpoint-every"), std::runtime_error);
+    dist::CheckpointCadence by_steps(parse_checkpoint_every("4"));
+    by_steps.written(10, 0.0);
+    CHECK(!by_steps.due(13, 1e9));
+    CHECK(by_steps.due(14, 0.0));
+    by_steps.written(14, 5.0);  // an epoch checkpoint restarts the count
+    CHECK(!by_steps.due(17, 5.0));
+    dist::CheckpointCadence by_time(parse_checkpoint_every("30s"));
+    by_time.written(0, 100.0);
+    CHECK(!by_time.due(1000000, 129.9));
+    CHECK(by_time.due(1, 130.0));
+    const dist::CheckpointCadence never(parse_checkpoint_every("0"));
+    CHECK(!never.due(1000000, 1e9));
+}
+
+TEST_CASE("all-reduce roles: a stop checkpoints where the run stood; the resumed run ends with the uninterrupted run's weights") {
+    const TempDir tmp;
+    const data::TrainTest sets = small_sets();
+    const Setup setup = small_setup();
+    const int learners = 2;
+
+    const DistOptions whole = small_options("allreduce", tmp.path / "whole");
+    fs::create_directories(whole.output);
+    const JobResult w = run_decentralized_job(whole, setup, sets, learners, -1);
+    CHECK(w.codes == std::vector<int>{0, 0, 0});
+    const nn::Snapshot expected = nn::read_snapshot((tmp.path / "whole" / "final.rudra").string());
+    CHECK(expected.iteration == 18);  // 3 epochs of 6 steps
+    CHECK(epoch_lines(tmp.path / "whole").size() == 3);
+
+    const DistOptions part = small_options("allreduce", tmp.path / "part");
+    fs::create_directories(part.output);
+    // Rank 0 is asked before each step: the learners stop together after the step asked during.
+    const JobResult stopped = run_decentralized_job(part, setup, sets, learners, 8);
+    CHECK(stopped.codes[0] == session::kExitStopped);
+    CHECK(!fs::exists(tmp.path / "part" / "final.rudra"));
+    const DistCheckpoint ck = read_dist_checkpoint(part.output);
+    CHECK(ck.meta.at("reason") == "signal");
+    CHECK(ck.meta.at("protocol") == "allreduce");
+    CHECK(ck.snapshot.iteration == 9);
+    CHECK(ck.samples() == 9 * learners * 4);
+    CHECK(ck.epoch() == 1);
+    CHECK(ck.learners() == learners);
+    CHECK(epoch_lines(tmp.path / "part").size() == 1);
+
+    const JobResult resumed = resume_job(part, setup, sets, learners);
+    CHECK(resumed.codes == std::vector<int>{0, 0, 0});
+    const nn::Snapshot got = nn::read_snapshot((tmp.path / "part" / "final.rudra").string());
+    CHECK(got.iteration == expected.iteration);
+    CHECK(got.samples_seen == expected.samples_seen);
+    REQUIRE(got.params.size() == expected.params.size());
+    CHECK(got.params == expected.params);  // bit for bit
+    CHECK(got.history == expected.history);
+    const std::vector<nlohmann::json> epochs = epoch_lines(tmp.path / "part");
+    REQUIRE(epochs.size() == 3);  // each epoch logged once
+    for (int e = 0; e < 3; ++e) CHECK(epochs[static_cast<size_t>(e)].value("epoch", -1) == e + 1);
+}
+
+TEST_CASE("gossip roles: a stop within an epoch checkpoints the learners' steps; the resumed run completes every epoch once") {
+    const TempDir tmp;
+    const data::TrainTest sets = small_sets();
+    const Setup setup = small_setup();
+    const int learners = 2;
+    DistOptions o = small_options("gossip-pull", tmp.path / "g");
+    o.tau = 2;
+    fs::create_directories(o.output);
+    const JobResult stopped = run_decentralized_job(o, setup, sets, learners, 8);
+    CHECK(stopped.codes[0] == session::kExitStopped);
+    const DistCheckpoint ck = read_dist_checkpoint(o.output);
+    CHECK(ck.meta.at("reason") == "signal");
+    CHECK(ck.epoch() == 1);
+    CHECK(ck.samples() > 48);
+    CHECK(ck.samples() < 96);
+    CHECK(!fs::exists(tmp.path / "g" / "final.rudra"));
+
+    const JobResult resumed = resume_job(o, setup, sets, learners);
+    CHECK(resumed.codes == std::vector<int>{0, 0, 0});
+    const nn::Snapshot final_snap = nn::read_snapshot((tmp.path / "g" / "final.rudra").string());
+    CHECK(final_snap.samples_seen == 3 * 48);
+    const std::vector<nlohmann::json> epochs = epoch_lines(tmp.path / "g");
+    REQUIRE(epochs.size() == 3);
+    for (int e = 0; e < 3; ++e) CHECK(epochs[static_cast<size_t>(e)].value("epoch", -1) == e + 1);
+}
