@@ -3,23 +3,147 @@
 // buffer and weight-gradient accumulator, and every GEMM is single-threaded: small images make
 // small GEMMs, and this keeps every core busy at any mini-batch above one. With fewer images
 // the GEMMs themselves are threaded. A 1x1 stride-1 convolution reads the image as its column
-// matrix and skips im2col. On the own SGEMM, the passes that kernels/conv_implicit.h can do
-// (stride 1, a micro-kernel with indirect tiles) build no column matrix at all.
+// matrix and skips im2col. On the own SGEMM, each pass takes the first algorithm of its
+// implementation list that takes the layer: the tiles of kernels/conv_implicit.h, which build no
+// column matrix, before im2col or col2im.
 #include <omp.h>
 
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "kernels/aligned_buffer.h"
 #include "kernels/conv.h"
 #include "kernels/conv_implicit.h"
 #include "kernels/gemm.h"
+#include "kernels/impl_list.h"
 #include "kernels/sgemm/sgemm.h"
 
 namespace rudra::kernels {
 namespace {
+
+// A pass's algorithms: without a column matrix, tiled over output pixels (implicit GEMM,
+// kernels/conv_implicit.h) or over output channels (the gather tile), and through the column
+// matrix (im2col, or col2im, and the GEMM), which takes every layer.
+enum class ConvAlgo { Implicit, Gather, Columns };
+
+// What the algorithms of a pass decide on.
+struct PassProblem {
+    const ConvProblem& p;
+    bool own_packed;  // on the own SGEMM, one group
+    const MicroKernel& uk;
+};
+
+// One entry of a pass's implementation list: its name, and why it declines a pass ("" when it
+// takes it; nullptr: it takes every pass).
+struct ConvAlgorithm {
+    const char* name;
+    ConvAlgo algo;
+    std::string (*declines)(const PassProblem&);
+};
+
+// The first algorithm of `list` that takes the pass; `choice` says why the earlier ones did not.
+template <size_t N>
+ConvAlgo choose_algorithm(const ConvAlgorithm (&list)[N], const PassProblem& pp, ImplChoice& choice) {
+    std::string passed, last_why;
+    for (const ConvAlgorithm& a : list) {
+        const std::string why = a.declines ? a.declines(pp) : std::string();
+        if (why.empty()) {
+            choice = {a.name, passed.empty() ? "first choice" : passed};
+            return a.algo;
+        }
+        add_passed(passed, last_why, a.name, why);
+    }
+    throw std::logic_error("no convolution algorithm takes the pass (" + passed + ")");  // the last takes all
+}
+
+std::string not_own_packed(const ConvProblem& p) {
+    return p.groups > 1 ? std::to_string(p.groups) + " groups" : "not on the own SGEMM";
+}
+
+// The gather tiles compute whole slivers of nr output channels. Below this share of useful
+// channels im2col + SGEMM was faster: AlexNet conv2's backward-data, 48 channels a group in
+// slivers of 32 on AVX-512, ran at 0.69-0.73x oneDNN's speed gathered, 0.84x through col2im.
+std::string sliver_fill_declines(int channels, const MicroKernel& uk) {
+    const int rounded = (channels + uk.nr - 1) / uk.nr * uk.nr;
+    if (channels >= 0.85 * rounded) return "";
+    return std::to_string(channels) + " channels fill under 85% of slivers of " + std::to_string(uk.nr);
+}
+
+// Backward-data as a forward convolution of dy (stride 1, no dilation, pad <= kernel - 1): its
+// geometry, or nothing with `why`.
+std::optional<ConvGeometry> backward_data_geometry(const PassProblem& pp, std::string& why) {
+    const ConvGeometry& g = pp.p.geom;
+    why = !pp.own_packed ? not_own_packed(pp.p) : "";
+    if (why.empty() && (g.stride_h != 1 || g.stride_w != 1 || g.dilation_h != 1 || g.dilation_w != 1))
+        why = "strided or dilated";
+    if (why.empty() && (std::max(g.pad_h, g.pad_b()) > g.kernel_h - 1 || std::max(g.pad_w, g.pad_r()) > g.kernel_w - 1))
+        why = "padding not below the kernel";
+    if (!why.empty()) return std::nullopt;
+    ConvGeometry gb = g;
+    gb.channels = pp.p.out_channels;
+    gb.height = g.out_h();
+    gb.width = g.out_w();
+    gb.pad_h = g.kernel_h - 1 - g.pad_h;
+    gb.pad_w = g.kernel_w - 1 - g.pad_w;
+    gb.pad_bottom = g.kernel_h - 1 - g.pad_b();
+    gb.pad_right = g.kernel_w - 1 - g.pad_r();
+    if (gb.out_h() != g.height || gb.out_w() != g.width) {
+        why = "not the transpose of a stride-1 convolution";
+        return std::nullopt;
+    }
+    return gb;
+}
+
+std::string implicit_forward_declines(const PassProblem& pp) {
+    return pp.own_packed ? ImplicitConvForward::declines(pp.uk, pp.p.geom) : not_own_packed(pp.p);
+}
+// Not for a 1x1 stride-1 layer, which is a plain GEMM on the image.
+std::string gather_forward_declines(const PassProblem& pp) {
+    if (!pp.own_packed) return not_own_packed(pp.p);
+    if (std::string why = GatherConvForward::declines(pp.uk, pp.p.geom); !why.empty()) return why;
+    if (pp.p.geom.is_pointwise()) return "1x1: the image is its own column matrix";
+    return sliver_fill_declines(pp.p.out_channels, pp.uk);
+}
+std::string implicit_backward_data_declines(const PassProblem& pp) {
+    std::string why;
+    const std::optional<ConvGeometry> gb = backward_data_geometry(pp, why);
+    return gb ? ImplicitConvForward::declines(pp.uk, *gb) : why;
+}
+std::string gather_backward_data_declines(const PassProblem& pp) {
+    std::string why;
+    const std::optional<ConvGeometry> gb = backward_data_geometry(pp, why);
+    if (!gb) return why;
+    if (std::string w = GatherConvForward::declines(pp.uk, *gb); !w.empty()) return w;
+    if (gb->is_pointwise()) return "1x1: the image is its own column matrix";
+    return sliver_fill_declines(pp.p.geom.channels, pp.uk);
+}
+std::string implicit_backward_weights_declines(const PassProblem& pp) {
+    if (!pp.own_packed) return not_own_packed(pp.p);
+    if (pp.p.geom.is_pointwise()) return "1x1: the image is its own column matrix";
+    return ImplicitConvWeights::declines(pp.uk, pp.p.geom);
+}
+
+// Each pass's implementation list, in order of preference.
+constexpr ConvAlgorithm kForwardAlgorithms[] = {{"implicit", ConvAlgo::Implicit, implicit_forward_declines},
+                                                {"gather", ConvAlgo::Gather, gather_forward_declines},
+                                                {"im2col", ConvAlgo::Columns, nullptr}};
+constexpr ConvAlgorithm kBackwardDataAlgorithms[] = {
+    {"implicit", ConvAlgo::Implicit, implicit_backward_data_declines},
+    {"gather", ConvAlgo::Gather, gather_backward_data_declines},
+    {"col2im", ConvAlgo::Columns, nullptr}};
+constexpr ConvAlgorithm kBackwardWeightsAlgorithms[] = {
+    {"implicit", ConvAlgo::Implicit, implicit_backward_weights_declines}, {"im2col", ConvAlgo::Columns, nullptr}};
+
+// The pass that backward-data computes: the forward convolution of dy (algorithm Implicit or
+// Gather was chosen, so the geometry exists).
+ConvGeometry backward_data_as_forward(const PassProblem& pp) {
+    std::string why;
+    return *backward_data_geometry(pp, why);
+}
 
 class GemmConv final : public ConvKernel {
 public:
@@ -28,12 +152,29 @@ public:
              long out_stride = 0)
         : p_(p), g_(p.geom), in_stride_(in_stride), out_stride_(out_stride), backend_(backend), own_packed_(backend == GemmBackend::Own && p.groups == 1),
           uk_(micro_kernel_for(gate).kernel), transpose_(choose_transpose(gate, &transpose_choice_)),
+          algo_{choose_algorithm(kForwardAlgorithms, {p, own_packed_, uk_}, choice_[0]),
+                choose_algorithm(kBackwardDataAlgorithms, {p, own_packed_, uk_}, choice_[1]),
+                choose_algorithm(kBackwardWeightsAlgorithms, {p, own_packed_, uk_}, choice_[2])},
           nr_(own_packed_ ? uk_.nr : 1), threads_(std::max(1, threads)), team_(std::min(threads_, p.num)),
-          implicit_(implicit_forward(p, own_packed_, team_, uk_, why_not_implicit_[0])),
-          gather_(implicit_ ? std::nullopt : gather_forward(p, own_packed_, uk_, transpose_)),
-          implicit_bwd_(implicit_backward_data(p, own_packed_, team_, uk_, why_not_implicit_[1])),
-          gather_bwd_(implicit_bwd_ ? std::nullopt : gather_backward_data(p, own_packed_, uk_, transpose_)),
-          implicit_w_(implicit_backward_weights(p, own_packed_, uk_, transpose_, why_not_implicit_[2])),
+          implicit_(algo_[0] == ConvAlgo::Implicit ? std::optional<ImplicitConvForward>(
+                                                         std::in_place, uk_, p.geom, p.out_channels, p.num, std::max(1, team_))
+                                                   : std::nullopt),
+          gather_(algo_[0] == ConvAlgo::Gather
+                      ? std::optional<GatherConvForward>(std::in_place, uk_, p.geom, p.out_channels, transpose_)
+                      : std::nullopt),
+          implicit_bwd_(algo_[1] == ConvAlgo::Implicit
+                            ? std::optional<ImplicitConvForward>(std::in_place, uk_,
+                                                                 backward_data_as_forward({p, own_packed_, uk_}),
+                                                                 p.geom.channels, p.num, std::max(1, team_))
+                            : std::nullopt),
+          gather_bwd_(algo_[1] == ConvAlgo::Gather
+                          ? std::optional<GatherConvForward>(std::in_place, uk_,
+                                                             backward_data_as_forward({p, own_packed_, uk_}),
+                                                             p.geom.channels, transpose_)
+                          : std::nullopt),
+          implicit_w_(algo_[2] == ConvAlgo::Implicit
+                          ? std::optional<ImplicitConvWeights>(std::in_place, uk_, p.geom, p.out_channels, transpose_)
+                          : std::nullopt),
           col_floats_((implicit_ || gather_) && (implicit_bwd_ || gather_bwd_) && implicit_w_
                           ? 0
                           : column_floats(g_, own_packed_, nr_)),
@@ -196,17 +337,15 @@ public:
     std::string describe() const override {
         const bool own = backend_ == GemmBackend::Own;
         const std::string gemm = own ? std::string("sgemm_") + uk_.name : gemm_backend_name(backend_);
-        auto pass = [&](const char* name, bool implicit, int i, const char* around) {
-            if (implicit) return std::string(name) + " implicit_" + uk_.name;
-            if ((i == 0 && gather_) || (i == 1 && gather_bwd_))
-                return std::string(name) + " gather_" + uk_.name + " (not implicit: " + why_not_implicit_[i] + ")";
-            std::string s =
-                std::string(name) + " " + (g_.is_pointwise() && (i != 2 || !own_packed_) ? "" : around) + gemm;
-            return own ? s + " (not implicit: " + why_not_implicit_[i] + ")" : s;
+        auto pass = [&](const char* name, int i, const char* around) {
+            std::string s = std::string(name) + " ";
+            if (algo_[i] == ConvAlgo::Implicit) s += std::string("implicit_") + uk_.name;
+            else if (algo_[i] == ConvAlgo::Gather) s += std::string("gather_") + uk_.name;
+            else s += (g_.is_pointwise() && (i != 2 || !own_packed_) ? "" : around) + gemm;
+            return own && choice_[i].why != "first choice" ? s + " (" + choice_[i].why + ")" : s;
         };
-        std::string s = pass("fwd", implicit_.has_value(), 0, "im2col+") + ", " +
-                        pass("bwd_data", implicit_bwd_.has_value(), 1, "col2im+") + ", " +
-                        pass("bwd_weights", implicit_w_.has_value(), 2, "im2col+");
+        std::string s = pass("fwd", 0, "im2col+") + ", " + pass("bwd_data", 1, "col2im+") + ", " +
+                        pass("bwd_weights", 2, "im2col+");
         if (own_packed_) s += " (transpose " + transpose_choice_.name + ")";
         return s;
     }
@@ -237,13 +376,6 @@ private:
         for_image_groups(1, std::forward<F>(f));
     }
 
-    // Each implicit pass is made where the layer allows it, else `why` says why not.
-    static std::optional<ImplicitConvForward> implicit_forward(const ConvProblem& p, bool own_packed, int team,
-                                                               const MicroKernel& uk, std::string& why) {
-        why = own_packed ? ImplicitConvForward::declines(uk, p.geom) : not_own_packed(p);
-        if (!why.empty()) return std::nullopt;
-        return std::optional<ImplicitConvForward>(std::in_place, uk, p.geom, p.out_channels, p.num, std::max(1, team));
-    }
     // Sums each channel's dy over the image in 16 independent partial sums: one running sum is
     // a chain of dependent additions that the compiler may not reorder, and it had cost as much
     // as a fifth of conv1's backward pass.
@@ -260,75 +392,6 @@ private:
             for (int i = whole; i < n; ++i) s += row[i];
             acc_b[c] += s;
         }
-    }
-    // The gather tiles compute whole slivers of nr output channels. Below this share of useful
-    // channels im2col + SGEMM was faster: AlexNet conv2's backward-data, 48 channels a group in
-    // slivers of 32 on AVX-512, ran at 0.69-0.73x oneDNN's speed gathered, 0.84x through col2im.
-    static bool fills_slivers(int channels, const MicroKernel& uk) {
-        const int rounded = (channels + uk.nr - 1) / uk.nr * uk.nr;
-        return channels >= 0.85 * rounded;
-    }
-    // The forward pass over output channels (GatherConvForward) where the pixel tiles decline:
-    // not for a 1x1 stride-1 layer, which is a plain GEMM on the image.
-    static std::optional<GatherConvForward> gather_forward(const ConvProblem& p, bool own_packed,
-                                                           const MicroKernel& uk, TransposeFn transpose_fn) {
-        if (!own_packed || p.geom.is_pointwise() || !fills_slivers(p.out_channels, uk) ||
-            !GatherConvForward::declines(uk, p.geom).empty())
-            return std::nullopt;
-        return std::optional<GatherConvForward>(std::in_place, uk, p.geom, p.out_channels, transpose_fn);
-    }
-    static std::optional<ImplicitConvWeights> implicit_backward_weights(const ConvProblem& p, bool own_packed,
-                                                                        const MicroKernel& uk, TransposeFn transpose_fn,
-                                                                        std::string& why) {
-        why = !own_packed ? not_own_packed(p)
-              : p.geom.is_pointwise() ? "1x1: the image is its own column matrix"
-                                      : ImplicitConvWeights::declines(uk, p.geom);
-        if (!why.empty()) return std::nullopt;
-        return std::optional<ImplicitConvWeights>(std::in_place, uk, p.geom, p.out_channels, transpose_fn);
-    }
-    static std::string not_own_packed(const ConvProblem& p) {
-        return p.groups > 1 ? std::to_string(p.groups) + " groups" : "not on the own SGEMM";
-    }
-    // Backward-data as a forward convolution of dy (stride 1, no dilation, pad <= kernel - 1):
-    // its geometry, or nothing with `why`.
-    static std::optional<ConvGeometry> backward_data_geometry(const ConvProblem& p, bool own_packed, std::string& why) {
-        const ConvGeometry& g = p.geom;
-        why = !own_packed ? not_own_packed(p) : "";
-        if (why.empty() && (g.stride_h != 1 || g.stride_w != 1 || g.dilation_h != 1 || g.dilation_w != 1))
-            why = "strided or dilated";
-        if (why.empty() && (std::max(g.pad_h, g.pad_b()) > g.kernel_h - 1 || std::max(g.pad_w, g.pad_r()) > g.kernel_w - 1))
-            why = "padding not below the kernel";
-        if (!why.empty()) return std::nullopt;
-        ConvGeometry gb = g;
-        gb.channels = p.out_channels;
-        gb.height = g.out_h();
-        gb.width = g.out_w();
-        gb.pad_h = g.kernel_h - 1 - g.pad_h;
-        gb.pad_w = g.kernel_w - 1 - g.pad_w;
-        gb.pad_bottom = g.kernel_h - 1 - g.pad_b();
-        gb.pad_right = g.kernel_w - 1 - g.pad_r();
-        if (gb.out_h() != g.height || gb.out_w() != g.width) {
-            why = "not the transpose of a stride-1 convolution";
-            return std::nullopt;
-        }
-        return gb;
-    }
-    static std::optional<ImplicitConvForward> implicit_backward_data(const ConvProblem& p, bool own_packed, int team,
-                                                                     const MicroKernel& uk, std::string& why) {
-        const std::optional<ConvGeometry> gb = backward_data_geometry(p, own_packed, why);
-        if (gb) why = ImplicitConvForward::declines(uk, *gb);
-        if (!why.empty()) return std::nullopt;
-        return std::optional<ImplicitConvForward>(std::in_place, uk, *gb, p.geom.channels, p.num, std::max(1, team));
-    }
-    // The same over input channels (GatherConvForward) where the pixel tiles decline the geometry.
-    static std::optional<GatherConvForward> gather_backward_data(const ConvProblem& p, bool own_packed,
-                                                                 const MicroKernel& uk, TransposeFn transpose_fn) {
-        std::string why;
-        const std::optional<ConvGeometry> gb = backward_data_geometry(p, own_packed, why);
-        if (!gb || gb->is_pointwise() || !fills_slivers(p.geom.channels, uk) ||
-            !GatherConvForward::declines(uk, *gb).empty())
-            return std::nullopt;
-        return std::optional<GatherConvForward>(std::in_place, uk, *gb, p.geom.channels, transpose_fn);
     }
     static size_t round16(size_t n) { return (n + 15) / 16 * 16; }  // keeps 64-byte alignment
     // A column buffer holds the im2col matrix, or its transpose in nr-wide slivers (rows rounded
@@ -363,7 +426,8 @@ private:
     MicroKernel uk_;   // the own SGEMM's micro-kernel, chosen from the gate when the kernel is made
     ImplChoice transpose_choice_;
     TransposeFn transpose_;
-    std::string why_not_implicit_[3];  // forward, backward-data, backward-weights ("" where implicit)
+    ImplChoice choice_[3];  // forward, backward-data, backward-weights: the algorithm and why
+    ConvAlgo algo_[3];
     int nr_;
     int threads_, team_;
     std::optional<ImplicitConvForward> implicit_;      // forward without im2col, where the layer allows

@@ -182,7 +182,7 @@ grep -q "ISA gate: reference (portable C++ for the architecture's baseline): cap
   pass || fail "the cap reaches the micro-kernel, transpose and LRN, and RUDRA_VERBOSE reports it"
 RUDRA_ISA=reference expect "time capped at reference" "$rudra" time "$src/models/cifar10_full/cifar10_full.prototxt" \
   --batch 2 --iterations 1
-grep -q "^conv2 .*own: fwd im2col+sgemm_reference (not implicit: micro-kernel reference has no indirect tile)" "$work/out" &&
+grep -q "^conv2 .*own: fwd im2col+sgemm_reference (implicit: micro-kernel reference has no indirect tile; gather: micro-kernel reference has no gather tile)" "$work/out" &&
   grep -q "^pool1 .*fwd portable (avx512_narrow, avx512_rows, portable_avx512: needs avx512, " "$work/out" &&
   grep -q "^norm1 .*portable (avx512_narrow, portable_avx512: needs avx512, " "$work/out" &&
   grep -q "^relu1 .*portable (portable_avx512: needs avx512, " "$work/out" && grep -q "^ip1 .*own (reference)" "$work/out" &&
