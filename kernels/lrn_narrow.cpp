@@ -2,33 +2,20 @@
 // dx = dy s^-3/4 - 2 alpha beta / size^2 * x * box(dy x s^-3/4 / s).
 // A row is one register. The box sum adds the window's rows, then shifts of that sum by
 // -half .. half, each a permutation under a mask (zero past the row's ends).
-// This is avx512_narrow in LrnKernel's list (kernels/lrn.h).
+// This is avx512_narrow in LrnKernel's list (kernels/lrn.h), written on the AVX-512 vector
+// traits inside their target region (kernels/simd/target_region.h).
 #include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "kernels/isa_target.h"
 #include "kernels/lrn.h"
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
+#include "kernels/simd/target_region.h"
 
 namespace rudra::kernels::lrn {
-
 namespace {
+
 constexpr int kMaxWidth = 16, kMaxSize = 15;
-}  // namespace
-
-#if defined(__x86_64__)
-namespace {
-
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12's headers start some values undefined
-#ifndef __clang__
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 
 // Shift d of a row (lane w takes lane w + d) for d = -half .. half, zero outside the row.
 struct Shifts {
@@ -36,6 +23,93 @@ struct Shifts {
     int32_t idx[kMaxSize][16];
     uint16_t mask[kMaxSize];
 };
+
+}  // namespace
+}  // namespace rudra::kernels::lrn
+
+#if defined(__x86_64__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12's headers start some values undefined
+#ifndef __clang__
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+RUDRA_BEGIN_TARGET_AVX512
+#include "kernels/simd/avx512.h"
+namespace rudra::kernels::lrn {
+namespace {
+
+using V = simd::Avx512;
+
+inline V::F row_box(V::F v, const Shifts& s) {
+    V::F sum = V::zero();
+    for (int d = 0; d <= 2 * s.half; ++d) sum = V::add(sum, V::permute(s.mask[d], V::load_index(s.idx[d]), v));
+    return sum;
+}
+
+// s^-3/4 = r sqrt(r) with r = 1 / sqrt(s), as the general path computes it; inverse receives
+// 1 / s = r^2.
+inline V::F inverse_three_quarters(V::F s, V::F* inverse = nullptr) {
+    const V::F r = V::div(V::set1(1.0f), V::sqrt(s));
+    if (inverse) *inverse = V::mul(r, r);
+    return V::mul(r, V::sqrt(r));
+}
+
+// The scale of row h of a plane: 1 + a * box sum of squares.
+inline V::F scale_row(const float* plane, const LrnGeometry& g, const Shifts& s, V::M cols, int h, V::F a) {
+    V::F v = V::zero();
+    for (int hh = std::max(0, h - s.half); hh <= std::min(g.height - 1, h + s.half); ++hh) {
+        const V::F x = V::load(cols, plane + static_cast<long>(hh) * g.width);
+        v = V::fma(x, x, v);
+    }
+    return V::fma(a, row_box(v, s), V::set1(1.0f));
+}
+
+void forward_plane(const float* xp, const LrnGeometry& g, const Shifts& s, float* yp) {
+    const V::M cols = V::first(g.width);
+    const V::F a = V::set1(g.alpha / static_cast<float>(g.local_size * g.local_size));
+    for (int h = 0; h < g.height; ++h) {
+        const V::F xr = V::load(cols, xp + static_cast<long>(h) * g.width);
+        V::store(yp + static_cast<long>(h) * g.width, cols,
+                 V::mul(xr, inverse_three_quarters(scale_row(xp, g, s, cols, h, a))));
+    }
+}
+
+// power and ratio: g.height x 16 floats of scratch.
+void backward_plane(const float* xp, const float* dyp, const LrnGeometry& g, const Shifts& s, float* power,
+                    float* ratio, float* dxp) {
+    const V::M cols = V::first(g.width);
+    const float an = g.alpha / static_cast<float>(g.local_size * g.local_size);
+    const V::F a = V::set1(an), coeff = V::set1(2.0f * an * g.beta);
+    for (int h = 0; h < g.height; ++h) {
+        const long o = static_cast<long>(h) * g.width;
+        V::F inverse;
+        const V::F pw = inverse_three_quarters(scale_row(xp, g, s, cols, h, a), &inverse);
+        const V::F dyx = V::mul(V::load(cols, dyp + o), V::load(cols, xp + o));
+        V::store(power + 16 * h, pw);
+        V::store(ratio + 16 * h, V::mul(dyx, V::mul(pw, inverse)));
+    }
+    for (int h = 0; h < g.height; ++h) {
+        const long o = static_cast<long>(h) * g.width;
+        V::F v = V::zero();
+        for (int hh = std::max(0, h - s.half); hh <= std::min(g.height - 1, h + s.half); ++hh)
+            v = V::add(v, V::load(ratio + 16 * hh));
+        const V::F grad = V::fnma(V::mul(coeff, V::load(cols, xp + o)), row_box(v, s),
+                                  V::mul(V::load(cols, dyp + o), V::load(power + 16 * h)));
+        V::store(dxp + o, cols, grad);
+    }
+}
+
+}  // namespace
+}  // namespace rudra::kernels::lrn
+RUDRA_END_TARGET
+#pragma GCC diagnostic pop
+#endif
+
+namespace rudra::kernels::lrn {
+
+#if defined(__x86_64__)
+namespace {
 
 Shifts make_shifts(const LrnGeometry& g) {
     Shifts s{};
@@ -49,76 +123,14 @@ Shifts make_shifts(const LrnGeometry& g) {
     return s;
 }
 
-RUDRA_TARGET_AVX512 inline __m512 row_box(__m512 v, const Shifts& s) {
-    __m512 sum = _mm512_setzero_ps();
-    for (int d = 0; d <= 2 * s.half; ++d)
-        sum = _mm512_add_ps(sum, _mm512_maskz_permutexvar_ps(s.mask[d], _mm512_loadu_si512(s.idx[d]), v));
-    return sum;
-}
-
-// s^-3/4 = r sqrt(r) with r = 1 / sqrt(s), as the general path computes it; inverse receives
-// 1 / s = r^2.
-RUDRA_TARGET_AVX512 inline __m512 inverse_three_quarters(__m512 s, __m512* inverse = nullptr) {
-    const __m512 r = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_sqrt_ps(s));
-    if (inverse) *inverse = _mm512_mul_ps(r, r);
-    return _mm512_mul_ps(r, _mm512_sqrt_ps(r));
-}
-
-// The scale of row h of a plane: 1 + a * box sum of squares.
-RUDRA_TARGET_AVX512 inline __m512 scale_row(const float* plane, const LrnGeometry& g, const Shifts& s,
-                                            __mmask16 cols, int h, __m512 a) {
-    __m512 v = _mm512_setzero_ps();
-    for (int hh = std::max(0, h - s.half); hh <= std::min(g.height - 1, h + s.half); ++hh) {
-        const __m512 x = _mm512_maskz_loadu_ps(cols, plane + static_cast<long>(hh) * g.width);
-        v = _mm512_fmadd_ps(x, x, v);
-    }
-    return _mm512_fmadd_ps(a, row_box(v, s), _mm512_set1_ps(1.0f));
-}
-
-// Each pass is a plain function whose OpenMP loop calls a target("avx512f") function per plane:
-// clang outlines an OpenMP region into a function of its own, without the enclosing
-// function's target attribute, and then refuses the AVX-512 code in it.
-RUDRA_TARGET_AVX512 void forward_plane(const float* xp, const LrnGeometry& g, const Shifts& s, float* yp) {
-    const __mmask16 cols = static_cast<__mmask16>((1u << g.width) - 1);
-    const __m512 a = _mm512_set1_ps(g.alpha / static_cast<float>(g.local_size * g.local_size));
-    for (int h = 0; h < g.height; ++h) {
-        const __m512 xr = _mm512_maskz_loadu_ps(cols, xp + static_cast<long>(h) * g.width);
-        _mm512_mask_storeu_ps(yp + static_cast<long>(h) * g.width, cols,
-                              _mm512_mul_ps(xr, inverse_three_quarters(scale_row(xp, g, s, cols, h, a))));
-    }
-}
-
+// The plane loops, outside the target region: clang outlines an OpenMP region into a function
+// of its own, without the enclosing function's target attribute, and then refuses the AVX-512
+// code in it.
 void forward(const float* x, const LrnGeometry& g, int num, float* y, float*) {
     const Shifts s = make_shifts(g);
     const long plane = static_cast<long>(g.height) * g.width, planes = static_cast<long>(num) * g.channels;
 #pragma omp parallel for schedule(static)
     for (long p = 0; p < planes; ++p) forward_plane(x + p * plane, g, s, y + p * plane);
-}
-
-// power and ratio: g.height x 16 floats of scratch.
-RUDRA_TARGET_AVX512 void backward_plane(const float* xp, const float* dyp, const LrnGeometry& g, const Shifts& s,
-                                        float* power, float* ratio, float* dxp) {
-    const __mmask16 cols = static_cast<__mmask16>((1u << g.width) - 1);
-    const float an = g.alpha / static_cast<float>(g.local_size * g.local_size);
-    const __m512 a = _mm512_set1_ps(an), coeff = _mm512_set1_ps(2.0f * an * g.beta);
-    for (int h = 0; h < g.height; ++h) {
-        const long o = static_cast<long>(h) * g.width;
-        __m512 inverse;
-        const __m512 pw = inverse_three_quarters(scale_row(xp, g, s, cols, h, a), &inverse);
-        const __m512 dyx = _mm512_mul_ps(_mm512_maskz_loadu_ps(cols, dyp + o), _mm512_maskz_loadu_ps(cols, xp + o));
-        _mm512_storeu_ps(power + 16 * h, pw);
-        _mm512_storeu_ps(ratio + 16 * h, _mm512_mul_ps(dyx, _mm512_mul_ps(pw, inverse)));
-    }
-    for (int h = 0; h < g.height; ++h) {
-        const long o = static_cast<long>(h) * g.width;
-        __m512 v = _mm512_setzero_ps();
-        for (int hh = std::max(0, h - s.half); hh <= std::min(g.height - 1, h + s.half); ++hh)
-            v = _mm512_add_ps(v, _mm512_loadu_ps(ratio + 16 * hh));
-        const __m512 grad =
-            _mm512_fnmadd_ps(_mm512_mul_ps(coeff, _mm512_maskz_loadu_ps(cols, xp + o)), row_box(v, s),
-                             _mm512_mul_ps(_mm512_maskz_loadu_ps(cols, dyp + o), _mm512_loadu_ps(power + 16 * h)));
-        _mm512_mask_storeu_ps(dxp + o, cols, grad);
-    }
 }
 
 void backward(const float* x, const float*, const float* dy, const LrnGeometry& g, int num, float* dx, float*) {
@@ -134,8 +146,6 @@ void backward(const float* x, const float*, const float* dy, const LrnGeometry& 
             backward_plane(x + p * plane, dy + p * plane, g, s, power.data(), ratio.data(), dx + p * plane);
     }
 }
-
-#pragma GCC diagnostic pop
 
 size_t no_scratch(const LrnGeometry&, int) { return 0; }
 const LrnKernel::Passes kPasses{forward, backward, no_scratch};

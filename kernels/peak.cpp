@@ -5,55 +5,40 @@
 #include <chrono>
 #include <cstdint>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 #if defined(__powerpc64__) && defined(__VSX__)
 #include <altivec.h>
 #endif
 
-#include "kernels/isa_target.h"
+#include "kernels/simd/target_region.h"
+
+namespace rudra::kernels::peak {
+// Each loop returns the flops done in `reps` passes; the result is consumed through `sink` so the
+// compiler cannot drop the work. 12 independent chains cover 4-cycle latency on 2-3 FMA ports.
+constexpr int kChains = 12;
+}  // namespace rudra::kernels::peak
+
+#if defined(__x86_64__)
+RUDRA_BEGIN_TARGET_AVX512
+#include "kernels/simd/avx512.h"
+namespace rudra::kernels::peak::avx512 {
+using V = simd::Avx512;
+#include "kernels/peak_body.h"
+}  // namespace rudra::kernels::peak::avx512
+RUDRA_END_TARGET
+
+RUDRA_BEGIN_TARGET_AVX2
+#include "kernels/simd/avx2.h"
+namespace rudra::kernels::peak::avx2 {
+using V = simd::Avx2;
+#include "kernels/peak_body.h"
+}  // namespace rudra::kernels::peak::avx2
+RUDRA_END_TARGET
+#endif
 
 namespace rudra::kernels {
 namespace {
 
-// Each returns the flops done in `reps` passes; the result is consumed through `sink` so the
-// compiler cannot drop the work. 12 independent chains cover 4-cycle latency on 2-3 FMA ports.
-constexpr int kChains = 12;
-
-#if defined(__x86_64__)
-// GCC 12's _mm512_reduce_add_ps starts from an undefined vector, which -Wuninitialized reports.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-RUDRA_TARGET_AVX512 double fma_avx512(int64_t reps, float* sink) {
-    __m512 acc[kChains];
-    for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_ps(0.001f * i);
-    const __m512 x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-7f);
-    for (int64_t r = 0; r < reps; ++r)
-#pragma GCC unroll 12
-        for (int i = 0; i < kChains; ++i) acc[i] = _mm512_fmadd_ps(acc[i], x, y);
-    __m512 s = acc[0];
-    for (int i = 1; i < kChains; ++i) s = _mm512_add_ps(s, acc[i]);
-    *sink = _mm512_reduce_add_ps(s);
-    return 2.0 * 16 * kChains * static_cast<double>(reps);
-}
-#pragma GCC diagnostic pop
-
-RUDRA_TARGET_AVX2 double fma_avx2(int64_t reps, float* sink) {
-    __m256 acc[kChains];
-    for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_ps(0.001f * i);
-    const __m256 x = _mm256_set1_ps(0.999999f), y = _mm256_set1_ps(1e-7f);
-    for (int64_t r = 0; r < reps; ++r)
-#pragma GCC unroll 12
-        for (int i = 0; i < kChains; ++i) acc[i] = _mm256_fmadd_ps(acc[i], x, y);
-    float out[8];
-    __m256 s = acc[0];
-    for (int i = 1; i < kChains; ++i) s = _mm256_add_ps(s, acc[i]);
-    _mm256_storeu_ps(out, s);
-    *sink = out[0] + out[7];
-    return 2.0 * 8 * kChains * static_cast<double>(reps);
-}
-#endif
+using peak::kChains;
 
 #if defined(__powerpc64__) && defined(__VSX__)
 double fma_vsx(int64_t reps, float* sink) {
@@ -85,8 +70,8 @@ using FmaLoop = double (*)(int64_t, float*);
 
 FmaLoop widest(const IsaGate& gate, const char** isa) {
 #if defined(__x86_64__)
-    if (gate.allows(Isa::Avx512)) return *isa = "avx512", fma_avx512;
-    if (gate.allows(Isa::Avx2)) return *isa = "avx2", fma_avx2;
+    if (gate.allows(Isa::Avx512)) return *isa = "avx512", peak::avx512::fma_loop;
+    if (gate.allows(Isa::Avx2)) return *isa = "avx2", peak::avx2::fma_loop;
 #endif
 #if defined(__powerpc64__) && defined(__VSX__)
     if (gate.allows(Isa::Vsx)) return *isa = "vsx", fma_vsx;

@@ -10,22 +10,18 @@
 //
 // Max pooling keeps Caffe's choice among equal maxima, the first in the window's row-major scan:
 // down a column the first row wins, and across columns the smaller input index.
-// This is avx512_narrow in PoolKernel's lists (kernels/pooling.h).
+// This is avx512_narrow in PoolKernel's lists (kernels/pooling.h), written on the AVX-512 vector
+// traits inside their target region (kernels/simd/target_region.h).
 #include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
 
-#include "kernels/isa_target.h"
 #include "kernels/pool_impls.h"
+#include "kernels/simd/target_region.h"
 
 #if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
 namespace rudra::kernels::pool {
-
-#if defined(__x86_64__)
 namespace {
 
 constexpr int kMaxWidth = 32, kMaxOutputs = 16, kMaxKernel = 16;
@@ -39,8 +35,8 @@ struct Tables {
     uint16_t fwd_mask[kMaxKernel];
     int32_t bwd_idx[kMaxKernel][2][16];
     uint16_t bwd_mask[kMaxKernel][2];
-    __mmask16 lo_cols, hi_cols;  // the input columns in the row's two registers
-    __mmask16 outputs;           // the outputs of a row
+    uint16_t lo_cols, hi_cols;  // the input columns in the row's two registers
+    uint16_t outputs;           // the outputs of a row
 };
 
 // Input rows [hs, he) of output row py's windows: never empty, as the padding is smaller than
@@ -63,9 +59,9 @@ std::string declines(const PoolGeometry& g) {
 Tables make_tables(const PoolGeometry& g) {
     Tables t{};
     const int pw = g.pooled_w(), sw = g.stride_w, W = g.width;
-    t.lo_cols = static_cast<__mmask16>(W >= 16 ? 0xFFFF : (1u << W) - 1);
-    t.hi_cols = static_cast<__mmask16>(W > 16 ? (1u << (W - 16)) - 1 : 0);
-    t.outputs = static_cast<__mmask16>((1u << pw) - 1);
+    t.lo_cols = static_cast<uint16_t>(W >= 16 ? 0xFFFF : (1u << W) - 1);
+    t.hi_cols = static_cast<uint16_t>(W > 16 ? (1u << (W - 16)) - 1 : 0);
+    t.outputs = static_cast<uint16_t>((1u << pw) - 1);
     for (int kw = 0; kw < g.kernel_w; ++kw) {
         for (int px = 0; px < 16; ++px) {
             const int col = sw * px + kw - g.pad_w;
@@ -101,68 +97,130 @@ std::vector<float> inverse_divisors(const PoolGeometry& g) {
     return inv;
 }
 
-// Each pass is a plain function whose OpenMP loop calls a target("avx512f") function per plane:
-// clang outlines an OpenMP region into a function of its own, without the enclosing
-// function's target attribute, and then refuses the AVX-512 code in it.
-RUDRA_TARGET_AVX512 void avg_forward_plane(const float* xp, const PoolGeometry& g, const Tables& t, const float* inv,
-                                           float* yp) {
+}  // namespace
+}  // namespace rudra::kernels::pool
+
+// GCC 12's headers start some values undefined, which -Wuninitialized reports in target code.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+RUDRA_BEGIN_TARGET_AVX512
+#include "kernels/simd/avx512.h"
+namespace rudra::kernels::pool {
+namespace {
+
+using V = simd::Avx512;
+
+void avg_forward_plane(const float* xp, const PoolGeometry& g, const Tables& t, const float* inv, float* yp) {
     const int ph = g.pooled_h(), pw = g.pooled_w(), W = g.width;
-    const __mmask16 lo_cols = t.lo_cols, hi_cols = t.hi_cols, outputs = t.outputs;
+    const V::M lo_cols = t.lo_cols, hi_cols = t.hi_cols, outputs = t.outputs;
     for (int py = 0; py < ph; ++py) {
         int hs, he;
         window_rows(g, py, hs, he);
-        __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
+        V::F lo = V::zero(), hi = V::zero();
         for (int h = hs; h < he; ++h) {
-            lo = _mm512_add_ps(lo, _mm512_maskz_loadu_ps(lo_cols, xp + static_cast<long>(h) * W));
-            hi = _mm512_add_ps(hi, _mm512_maskz_loadu_ps(hi_cols, xp + static_cast<long>(h) * W + 16));
+            lo = V::add(lo, V::load(lo_cols, xp + static_cast<long>(h) * W));
+            hi = V::add(hi, V::load(hi_cols, xp + static_cast<long>(h) * W + 16));
         }
-        __m512 sum = _mm512_setzero_ps();
+        V::F sum = V::zero();
         for (int kw = 0; kw < g.kernel_w; ++kw)
-            sum = _mm512_add_ps(sum, _mm512_maskz_permutex2var_ps(t.fwd_mask[kw], lo, _mm512_loadu_si512(t.fwd_idx[kw]), hi));
-        _mm512_mask_storeu_ps(yp + static_cast<long>(py) * pw, outputs,
-                              _mm512_mul_ps(sum, _mm512_loadu_ps(inv + static_cast<size_t>(py) * 16)));
+            sum = V::add(sum, V::permute2(t.fwd_mask[kw], V::load_index(t.fwd_idx[kw]), lo, hi));
+        V::store(yp + static_cast<long>(py) * pw, outputs, V::mul(sum, V::load(inv + static_cast<size_t>(py) * 16)));
     }
 }
 
+void avg_backward_plane(const float* dyp, const PoolGeometry& g, const Tables& t, const float* inv, float* spread,
+                        float* dxp) {
+    const int ph = g.pooled_h(), pw = g.pooled_w(), W = g.width, H = g.height;
+    const V::M lo_cols = t.lo_cols, hi_cols = t.hi_cols, outputs = t.outputs;
+    for (int py = 0; py < ph; ++py) {
+        const V::F share =
+            V::mul(V::load(outputs, dyp + static_cast<long>(py) * pw), V::load(inv + static_cast<size_t>(py) * 16));
+        V::F lo = V::zero(), hi = V::zero();
+        for (int kw = 0; kw < g.kernel_w; ++kw) {
+            lo = V::add(lo, V::permute(t.bwd_mask[kw][0], V::load_index(t.bwd_idx[kw][0]), share));
+            if (hi_cols) hi = V::add(hi, V::permute(t.bwd_mask[kw][1], V::load_index(t.bwd_idx[kw][1]), share));
+        }
+        V::store(spread + static_cast<size_t>(py) * kMaxWidth, lo);
+        V::store(spread + static_cast<size_t>(py) * kMaxWidth + 16, hi);
+    }
+    for (int h = 0; h < H; ++h) {
+        // Output rows whose windows [py sh - pad_h, + kernel_h) hold row h.
+        const int first = std::max(0, (h + g.pad_h - g.kernel_h + g.stride_h) / g.stride_h);
+        const int last = std::min(ph - 1, (h + g.pad_h) / g.stride_h);
+        V::F lo = V::zero(), hi = V::zero();
+        for (int py = first; py <= last; ++py) {
+            lo = V::add(lo, V::load(spread + static_cast<size_t>(py) * kMaxWidth));
+            hi = V::add(hi, V::load(spread + static_cast<size_t>(py) * kMaxWidth + 16));
+        }
+        float* row = dxp + static_cast<long>(h) * W;
+        V::store(row, lo_cols, lo);
+        V::store(row + 16, hi_cols, hi);
+    }
+}
+
+void max_forward_plane(const float* xp, const PoolGeometry& g, const Tables& t, float* yp, int32_t* ap) {
+    const int ph = g.pooled_h(), pw = g.pooled_w(), W = g.width;
+    const V::M lo_cols = t.lo_cols, hi_cols = t.hi_cols, outputs = t.outputs;
+    const V::I iota = V::iota();
+    for (int py = 0; py < ph; ++py) {
+        int hs, he;
+        window_rows(g, py, hs, he);
+        // Column maxima over the window's rows and their input indices.
+        V::F lo = V::load(lo_cols, xp + static_cast<long>(hs) * W),
+             hi = V::load(hi_cols, xp + static_cast<long>(hs) * W + 16);
+        V::I ilo = V::addi(iota, V::set1i(hs * W)), ihi = V::addi(iota, V::set1i(hs * W + 16));
+        for (int h = hs + 1; h < he; ++h) {
+            const V::F vlo = V::load(lo_cols, xp + static_cast<long>(h) * W),
+                       vhi = V::load(hi_cols, xp + static_cast<long>(h) * W + 16);
+            const V::M tlo = V::greater(vlo, lo), thi = V::greater(vhi, hi);
+            lo = V::select(tlo, lo, vlo);
+            hi = V::select(thi, hi, vhi);
+            ilo = V::select(tlo, ilo, V::addi(iota, V::set1i(h * W)));
+            ihi = V::select(thi, ihi, V::addi(iota, V::set1i(h * W + 16)));
+        }
+        // Across the window's columns: the larger value, or the smaller index among equals.
+        V::F best = V::zero();
+        V::I arg = V::set1i(-1);
+        V::M seen = V::none();
+        for (int kw = 0; kw < g.kernel_w; ++kw) {
+            const V::M in = t.fwd_mask[kw];
+            const V::I idx = V::load_index(t.fwd_idx[kw]);
+            const V::F v = V::permute2(idx, lo, hi);
+            const V::I i = V::permute2(idx, ilo, ihi);
+            const V::M better = V::either(V::greater(v, best), V::both(V::equal(v, best), V::less(i, arg)));
+            const V::M take = V::either(V::only_b(seen, in), V::both(in, better));
+            seen = V::either(seen, in);
+            best = V::select(take, best, v);
+            arg = V::select(take, arg, i);
+        }
+        if (outputs == V::first(V::kLanes)) {
+            V::store(yp + static_cast<long>(py) * pw, best);
+            V::store(ap + static_cast<long>(py) * pw, arg);
+        } else {
+            V::store(yp + static_cast<long>(py) * pw, outputs, best);
+            V::store(ap + static_cast<long>(py) * pw, outputs, arg);
+        }
+    }
+}
+
+}  // namespace
+}  // namespace rudra::kernels::pool
+RUDRA_END_TARGET
+#pragma GCC diagnostic pop
+
+namespace rudra::kernels::pool {
+namespace {
+
+// Each pass is a plain function whose OpenMP loop calls the target function of a plane: clang
+// outlines an OpenMP region into a function of its own, without the enclosing function's target
+// attribute, and then refuses the AVX-512 code in it.
 void avg_forward(const float* x, const PoolGeometry& g, long planes, float* y, int32_t*) {
     const Tables t = make_tables(g);
     const std::vector<float> inv = inverse_divisors(g);
     const long in_plane = static_cast<long>(g.height) * g.width, out_plane = static_cast<long>(g.pooled_h()) * g.pooled_w();
 #pragma omp parallel for schedule(static)
     for (long p = 0; p < planes; ++p) avg_forward_plane(x + p * in_plane, g, t, inv.data(), y + p * out_plane);
-}
-
-RUDRA_TARGET_AVX512 void avg_backward_plane(const float* dyp, const PoolGeometry& g, const Tables& t, const float* inv,
-                                            float* spread, float* dxp) {
-    const int ph = g.pooled_h(), pw = g.pooled_w(), W = g.width, H = g.height;
-    const __mmask16 lo_cols = t.lo_cols, hi_cols = t.hi_cols, outputs = t.outputs;
-    for (int py = 0; py < ph; ++py) {
-        const __m512 share = _mm512_mul_ps(_mm512_maskz_loadu_ps(outputs, dyp + static_cast<long>(py) * pw),
-                                           _mm512_loadu_ps(inv + static_cast<size_t>(py) * 16));
-        __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
-        for (int kw = 0; kw < g.kernel_w; ++kw) {
-            lo = _mm512_add_ps(lo, _mm512_maskz_permutexvar_ps(t.bwd_mask[kw][0],
-                                                               _mm512_loadu_si512(t.bwd_idx[kw][0]), share));
-            if (hi_cols)
-                hi = _mm512_add_ps(hi, _mm512_maskz_permutexvar_ps(t.bwd_mask[kw][1],
-                                                                   _mm512_loadu_si512(t.bwd_idx[kw][1]), share));
-        }
-        _mm512_storeu_ps(spread + static_cast<size_t>(py) * kMaxWidth, lo);
-        _mm512_storeu_ps(spread + static_cast<size_t>(py) * kMaxWidth + 16, hi);
-    }
-    for (int h = 0; h < H; ++h) {
-        // Output rows whose windows [py sh - pad_h, + kernel_h) hold row h.
-        const int first = std::max(0, (h + g.pad_h - g.kernel_h + g.stride_h) / g.stride_h);
-        const int last = std::min(ph - 1, (h + g.pad_h) / g.stride_h);
-        __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
-        for (int py = first; py <= last; ++py) {
-            lo = _mm512_add_ps(lo, _mm512_loadu_ps(spread + static_cast<size_t>(py) * kMaxWidth));
-            hi = _mm512_add_ps(hi, _mm512_loadu_ps(spread + static_cast<size_t>(py) * kMaxWidth + 16));
-        }
-        float* row = dxp + static_cast<long>(h) * W;
-        _mm512_mask_storeu_ps(row, lo_cols, lo);
-        _mm512_mask_storeu_ps(row + 16, hi_cols, hi);
-    }
 }
 
 void avg_backward(const float* dy, const int32_t*, const PoolGeometry& g, long planes, float* dx) {
@@ -181,55 +239,6 @@ void avg_backward(const float* dy, const int32_t*, const PoolGeometry& g, long p
     }
 }
 
-RUDRA_TARGET_AVX512 void max_forward_plane(const float* xp, const PoolGeometry& g, const Tables& t, float* yp,
-                                           int32_t* ap) {
-    const int ph = g.pooled_h(), pw = g.pooled_w(), W = g.width;
-    const __mmask16 lo_cols = t.lo_cols, hi_cols = t.hi_cols, outputs = t.outputs;
-    const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-    for (int py = 0; py < ph; ++py) {
-        int hs, he;
-        window_rows(g, py, hs, he);
-        // Column maxima over the window's rows and their input indices.
-        __m512 lo = _mm512_maskz_loadu_ps(lo_cols, xp + static_cast<long>(hs) * W),
-               hi = _mm512_maskz_loadu_ps(hi_cols, xp + static_cast<long>(hs) * W + 16);
-        __m512i ilo = _mm512_add_epi32(iota, _mm512_set1_epi32(hs * W)),
-                ihi = _mm512_add_epi32(iota, _mm512_set1_epi32(hs * W + 16));
-        for (int h = hs + 1; h < he; ++h) {
-            const __m512 vlo = _mm512_maskz_loadu_ps(lo_cols, xp + static_cast<long>(h) * W),
-                         vhi = _mm512_maskz_loadu_ps(hi_cols, xp + static_cast<long>(h) * W + 16);
-            const __mmask16 tlo = _mm512_cmp_ps_mask(vlo, lo, _CMP_GT_OQ),
-                            thi = _mm512_cmp_ps_mask(vhi, hi, _CMP_GT_OQ);
-            lo = _mm512_mask_blend_ps(tlo, lo, vlo);
-            hi = _mm512_mask_blend_ps(thi, hi, vhi);
-            ilo = _mm512_mask_blend_epi32(tlo, ilo, _mm512_add_epi32(iota, _mm512_set1_epi32(h * W)));
-            ihi = _mm512_mask_blend_epi32(thi, ihi, _mm512_add_epi32(iota, _mm512_set1_epi32(h * W + 16)));
-        }
-        // Across the window's columns: the larger value, or the smaller index among equals.
-        __m512 best = _mm512_setzero_ps();
-        __m512i arg = _mm512_set1_epi32(-1);
-        __mmask16 seen = 0;
-        for (int kw = 0; kw < g.kernel_w; ++kw) {
-            const __mmask16 in = t.fwd_mask[kw];
-            const __m512i idx = _mm512_loadu_si512(t.fwd_idx[kw]);
-            const __m512 v = _mm512_permutex2var_ps(lo, idx, hi);
-            const __m512i i = _mm512_permutex2var_epi32(ilo, idx, ihi);
-            const __mmask16 take =
-                in & (~seen | _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ) |
-                      (_mm512_cmp_ps_mask(v, best, _CMP_EQ_OQ) & _mm512_cmplt_epi32_mask(i, arg)));
-            seen |= in;
-            best = _mm512_mask_blend_ps(take, best, v);
-            arg = _mm512_mask_blend_epi32(take, arg, i);
-        }
-        if (outputs == 0xFFFF) {
-            _mm512_storeu_ps(yp + static_cast<long>(py) * pw, best);
-            _mm512_storeu_si512(ap + static_cast<long>(py) * pw, arg);
-        } else {
-            _mm512_mask_storeu_ps(yp + static_cast<long>(py) * pw, outputs, best);
-            _mm512_mask_storeu_epi32(ap + static_cast<long>(py) * pw, outputs, arg);
-        }
-    }
-}
-
 void max_forward(const float* x, const PoolGeometry& g, long planes, float* y, int32_t* argmax) {
     const Tables t = make_tables(g);
     const long in_plane = static_cast<long>(g.height) * g.width, out_plane = static_cast<long>(g.pooled_h()) * g.pooled_w();
@@ -242,10 +251,14 @@ void max_forward(const float* x, const PoolGeometry& g, long planes, float* y, i
 
 Kind narrow_avx512() { return Kind{max_forward, avg_forward, avg_backward, nullptr, declines}; }
 
+}  // namespace rudra::kernels::pool
+
 #else
+
+namespace rudra::kernels::pool {
 
 Kind narrow_avx512() { return Kind{}; }
 
-#endif
-
 }  // namespace rudra::kernels::pool
+
+#endif

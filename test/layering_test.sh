@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The include graph's floors: kernels/ knows nothing of nn/ or above, nn/ nothing of MPI or dist/,
 # session/ nothing of MPI or dist/, and dist/ stands on floors (transport/, then ps/, then
-# methods/, then run/), each including only the ones below it; tools/ is the command line on top. Prints every upward include and fails on any.
+# methods/, then run/), each including only the ones below it; tools/ is the command line on top.
+# Also: x86 intrinsics appear only in the vector traits (kernels/simd/). Prints every upward include and fails on any.
 # Usage: test/layering_test.sh [SOURCE_DIR]
 set -uo pipefail
 cd "${1:-$(dirname "$0")/..}"
@@ -24,6 +25,14 @@ forbid dist/transport 'dist/ps/|dist/methods/|dist/run/|session/|tools/' "dist/t
 forbid dist/ps 'dist/methods/|dist/run/|session/|tools/' "dist/ps/ stands on dist/transport/ only"
 forbid dist/methods 'dist/run/|session/|tools/' "dist/methods/ stands on dist/ps/ and dist/transport/"
 forbid dist/run 'tools/' "dist/run/ is a library: the command line (tools/) stands on it"
+# x86 intrinsics only in the vector traits: every other kernel is written on them.
+raw=$(grep -rlE --include='*.h' --include='*.cpp' '^[^/]*_mm(256|512)?_[a-z]' kernels base nn data session dist tools placement |
+      grep -v '^kernels/simd/' || true)
+if [ -n "$raw" ]; then
+  echo "x86 intrinsics outside kernels/simd/ (write them on the vector traits):"
+  echo "$raw"
+  bad=1
+fi
 # Every dist/ source sits on a floor.
 loose=$(find dist -maxdepth 1 -name '*.h' -o -maxdepth 1 -name '*.cpp')
 if [ -n "$loose" ]; then

@@ -36,12 +36,12 @@ void run(int64_t k, const float* a, const float* b, int64_t rs_b, float* c, int6
     if constexpr (kNV == 8) {
 #pragma GCC unroll 16
         for (int i = 0; i < MR; ++i) {
-            _mm_prefetch(reinterpret_cast<const char*>(c + i * rs_c), _MM_HINT_T0);
-            _mm_prefetch(reinterpret_cast<const char*>(c + i * rs_c + NR - 1), _MM_HINT_T0);
+            V::prefetch(c + i * rs_c);
+            V::prefetch(c + i * rs_c + NR - 1);
         }
 #pragma GCC unroll 4
         for (int64_t p = 0; p < k; ++p, a += MR, b += rs_b) {
-            _mm_prefetch(reinterpret_cast<const char*>(a + 16 * MR), _MM_HINT_T0);
+            V::prefetch(a + 16 * MR);
             step<MR>(lo, hi, a, V::load(b), V::load(b + kNV));
         }
     } else {

@@ -47,11 +47,37 @@ struct Avx2 {
     }
 
     RUDRA_SIMD F load(const float* p) { return _mm256_loadu_ps(p); }
+    RUDRA_SIMD void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
     RUDRA_SIMD void store(float* p, F v) { _mm256_storeu_ps(p, v); }
     RUDRA_SIMD F broadcast(const float* p) { return _mm256_broadcast_ss(p); }
     RUDRA_SIMD F mul(F a, F b) { return _mm256_mul_ps(a, b); }
     RUDRA_SIMD F fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
-    RUDRA_SIMD F load_halves(const float* lo, const float* hi) { return _mm256_loadu2_m128(hi, lo); }
+    // Transposes the kLanes x kLanes block whose rows are r[0..7], in place: 4-wide interleaves,
+    // then 128-bit lanes.
+    RUDRA_SIMD void transpose(F (&r)[kLanes]) {
+        F t[kLanes];
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i) {
+            t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+            t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+        }
+        // t[4h + j], 128-bit lane L: column 4L + j of rows 4h .. 4h + 3.
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+            r[4 * h + 0] = _mm256_shuffle_ps(t[4 * h + 0], t[4 * h + 2], _MM_SHUFFLE(1, 0, 1, 0));
+            r[4 * h + 1] = _mm256_shuffle_ps(t[4 * h + 0], t[4 * h + 2], _MM_SHUFFLE(3, 2, 3, 2));
+            r[4 * h + 2] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], _MM_SHUFFLE(1, 0, 1, 0));
+            r[4 * h + 3] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], _MM_SHUFFLE(3, 2, 3, 2));
+        }
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) {
+            t[j] = _mm256_permute2f128_ps(r[j], r[4 + j], 0x20);
+            t[j + 4] = _mm256_permute2f128_ps(r[j], r[4 + j], 0x31);
+        }
+#pragma GCC unroll 8
+        for (int j = 0; j < kLanes; ++j) r[j] = t[j];
+    }
+        RUDRA_SIMD F load_halves(const float* lo, const float* hi) { return _mm256_loadu2_m128(hi, lo); }
 };
 
 }  // namespace rudra::kernels::simd
