@@ -2,7 +2,8 @@
 # The include graph's floors: kernels/ knows nothing of nn/ or above, nn/ nothing of MPI or dist/,
 # session/ nothing of MPI or dist/, and dist/ stands on floors (transport/, then ps/, then
 # methods/, then run/), each including only the ones below it; tools/ is the command line on top.
-# Also: x86 intrinsics appear only in the vector traits (kernels/simd/). Prints every upward include and fails on any.
+# And x86 intrinsics appear only in the vector traits (kernels/simd/). Prints every upward include
+# and fails on any.
 # Usage: test/layering_test.sh [SOURCE_DIR]
 set -uo pipefail
 cd "${1:-$(dirname "$0")/..}"
