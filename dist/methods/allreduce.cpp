@@ -83,110 +83,151 @@ bool models_agree(SumGroup& group, const float* weights, size_t n, const KeepWai
     return true;
 }
 
+namespace {
+
+// One learner of an all-reduce run: its steps (the gradient sums start as the backward pass
+// ends each layer), the epoch boundaries, the periodic checkpoints and the stop.
+class AllreduceLearner {
+public:
+    AllreduceLearner(Transport& t, SumGroup& group, const AllreduceConfig& cfg, const AllreduceWork& work)
+        : t_(t), group_(group), cfg_(cfg), work_(work), lambda_(group.members()), root_(group.index() == 0),
+          per_step_(cfg.batch * lambda_), total_(cfg.samples_per_epoch * cfg.epochs),
+          scale_(1.0f / static_cast<float>(lambda_)), buckets_(work.final_after, cfg.bucket_floats),
+          started_(Clock::now()), watch_(cfg.silent_peer, "allreduce"), keep_waiting_(watch_.keep_waiting()),
+          reports_(t, cfg.stats_rank, cfg.report_every), samples_(cfg.start_samples),
+          epoch_(samples_ / cfg.samples_per_epoch), checkpoints_(cfg.checkpoint_every) {
+        reports_.count_sums(&group);
+    }
+
+    AllreduceSummary run() {
+        try {
+            if (root_ && cfg_.replay_epoch) send_epoch(true);
+            checkpoints_.written(0, elapsed());
+            float stop = 0.0f;  // summed over the learners with each step's gradients
+            while (samples_ < total_ && stop == 0.0f) {
+                stop = step();
+                if (samples_ >= (epoch_ + 1) * cfg_.samples_per_epoch) {
+                    epoch_boundary();
+                } else if (root_ && cfg_.checkpoint && stop == 0.0f && samples_ < total_ &&
+                           checkpoints_.due(sum_.steps, elapsed())) {
+                    cfg_.checkpoint("periodic", sum_.steps, samples_, elapsed());
+                    checkpoints_.written(sum_.steps, elapsed());
+                }
+            }
+            sum_.samples = samples_;
+            sum_.stopped = samples_ < total_;
+            if (root_ && sum_.stopped) {
+                if (cfg_.checkpoint) cfg_.checkpoint("signal", sum_.steps, samples_, elapsed());
+                const RunEnd end{kEndSignal, epoch_, sum_.steps, elapsed()};
+                t_.send(cfg_.stats_rank, kRunEnd, &end, sizeof end);
+            }
+            if (root_ && !await_stats_server(t_, cfg_.stats_rank, epochs_sent_, keep_waiting_)) throw watch_.gone();
+        } catch (const PeerError& e) {
+            // A lost peer, named by a wait that gave up or by the transport (a send to a dead rank):
+            // the first learner has the statistics server log it and the run's end.
+            if (root_)
+                report_lost_peer(t_, cfg_.stats_rank, watch_.lost(e), lambda_ - 1, epoch_, cfg_.start_steps + sum_.steps,
+                                 elapsed());
+            throw;
+        }
+        return sum_;
+    }
+
+private:
+    double elapsed() const { return cfg_.elapsed_offset_s + seconds_since(started_); }
+
+    // One step: the stop requests summed with the gradients, the averaged gradient applied
+    // alike on every learner. Returns the sum of the stop requests.
+    float step() {
+        const auto t0 = Clock::now();
+        float stop = cfg_.stop_requested && cfg_.stop_requested() ? 1.0f : 0.0f;
+        group_.start(&stop, 1);
+        const auto send = [&](FloatRange r) { group_.start(work_.gradients + r.first, r.second - r.first); };
+        double loss;
+        {
+            const Span span(cfg_.timeline, "compute (sums start as layers end)");
+            loss = work_.compute([&](size_t layer) {
+                buckets_.layer_done(layer, send);
+                group_.progress();
+            });
+            buckets_.flush(send);
+        }
+        const auto t1 = Clock::now();
+        {
+            const Span span(cfg_.timeline, "wait for sums");
+            if (!group_.wait_all(keep_waiting_)) throw watch_.gone();
+        }
+        const auto t2 = Clock::now();
+        for (size_t i = 0; i < work_.param_floats; ++i) work_.gradients[i] *= scale_;
+        work_.apply(sum_.steps);
+        ++sum_.steps;
+        samples_ += per_step_;
+        sum_.compute_s += seconds_between(t0, t1);
+        sum_.wait_s += seconds_between(t1, t2);
+        reports_.minibatch_done(loss, sum_.steps, sum_.compute_s, sum_.wait_s, samples_ >= total_ || stop != 0.0f);
+        return stop;
+    }
+
+    // Every learner checks that the models agree; the first sends the epoch's weights to the
+    // statistics server and checkpoints.
+    void epoch_boundary() {
+        epoch_ = samples_ / cfg_.samples_per_epoch;
+        bool agree = false;
+        try {
+            agree = models_agree(group_, work_.weights(), work_.param_floats, keep_waiting_);
+        } catch (const PeerError&) {
+            throw watch_.gone();
+        }
+        if (!agree)
+            throw std::runtime_error("allreduce: the learners' models differ after epoch " + std::to_string(epoch_) +
+                                     " (the sums were not the same on every learner)");
+        if (!root_) return;
+        send_epoch(false);
+        if (cfg_.checkpoint && samples_ < total_) {
+            cfg_.checkpoint("epoch", sum_.steps, samples_, elapsed());
+            checkpoints_.written(sum_.steps, elapsed());
+        }
+    }
+
+    void send_epoch(bool replay) {
+        EpochWeightsHeader h{};
+        h.epoch = epoch_;
+        h.ts = cfg_.start_steps + sum_.steps;
+        h.samples = samples_;
+        h.elapsed_s = elapsed();
+        h.final = samples_ >= total_ ? 1 : 0;
+        h.replay = replay ? 1 : 0;
+        h.traffic = traffic_report(t_, &group_);
+        pack(out_, h, work_.weights(), work_.param_floats);
+        t_.send(cfg_.stats_rank, kEpochWeights, out_.data(), out_.size());
+        ++epochs_sent_;
+    }
+
+    Transport& t_;
+    SumGroup& group_;
+    const AllreduceConfig& cfg_;
+    const AllreduceWork& work_;
+    const int lambda_;
+    const bool root_;
+    const int64_t per_step_, total_;
+    const float scale_;
+    GradientBuckets buckets_;
+    const Clock::time_point started_;
+    PeerWatch watch_;
+    const KeepWaiting keep_waiting_;
+    StatsReporter reports_;
+    int64_t samples_, epoch_, epochs_sent_ = 0;
+    CheckpointCadence checkpoints_;
+    AllreduceSummary sum_;
+    std::vector<char> out_;
+};
+
+}  // namespace
+
 AllreduceSummary run_allreduce_learner(Transport& t, SumGroup& group, const AllreduceConfig& cfg,
                                        const AllreduceWork& work) {
     if (cfg.batch <= 0 || cfg.samples_per_epoch <= 0) throw std::logic_error("allreduce: batch and epoch size needed");
-    const int lambda = group.members();
-    const bool root = group.index() == 0;
-    const int64_t per_step = cfg.batch * lambda;
-    const int64_t total = cfg.samples_per_epoch * cfg.epochs;
-    const float scale = 1.0f / static_cast<float>(lambda);
-    GradientBuckets buckets(work.final_after, cfg.bucket_floats);
-    const auto send = [&](FloatRange r) { group.start(work.gradients + r.first, r.second - r.first); };
-    const auto started = Clock::now();
-    const auto elapsed = [&] { return cfg.elapsed_offset_s + seconds_since(started); };
-    PeerWatch watch(cfg.silent_peer, "allreduce");
-    const KeepWaiting keep_waiting = watch.keep_waiting();
-    AllreduceSummary sum;
-    StatsReporter reports(t, cfg.stats_rank, cfg.report_every);
-    reports.count_sums(&group);
-    int64_t samples = cfg.start_samples, epoch = samples / cfg.samples_per_epoch, epochs_sent = 0;
-    const auto gone = [&] { return watch.gone(); };
-    std::vector<char> out;
-    const auto send_epoch = [&](bool replay) {
-        EpochWeightsHeader h{};
-        h.epoch = epoch;
-        h.ts = cfg.start_steps + sum.steps;
-        h.samples = samples;
-        h.elapsed_s = elapsed();
-        h.final = samples >= total ? 1 : 0;
-        h.replay = replay ? 1 : 0;
-        h.traffic = traffic_report(t, &group);
-        pack(out, h, work.weights(), work.param_floats);
-        t.send(cfg.stats_rank, kEpochWeights, out.data(), out.size());
-        ++epochs_sent;
-    };
-    try {
-        if (root && cfg.replay_epoch) send_epoch(true);
-        float stop = 0.0f;  // summed over the learners with each step's gradients
-        CheckpointCadence checkpoints(cfg.checkpoint_every);
-        checkpoints.written(0, elapsed());
-        while (samples < total && stop == 0.0f) {
-            const auto t0 = Clock::now();
-            stop = cfg.stop_requested && cfg.stop_requested() ? 1.0f : 0.0f;
-            group.start(&stop, 1);
-            double loss;
-            {
-                const Span span(cfg.timeline, "compute (sums start as layers end)");
-                loss = work.compute([&](size_t layer) {
-                    buckets.layer_done(layer, send);
-                    group.progress();
-                });
-                buckets.flush(send);
-            }
-            const auto t1 = Clock::now();
-            {
-                const Span span(cfg.timeline, "wait for sums");
-                if (!group.wait_all(keep_waiting)) throw gone();
-            }
-            const auto t2 = Clock::now();
-            for (size_t i = 0; i < work.param_floats; ++i) work.gradients[i] *= scale;
-            work.apply(sum.steps);
-            ++sum.steps;
-            samples += per_step;
-            sum.compute_s += seconds_between(t0, t1);
-            sum.wait_s += seconds_between(t1, t2);
-            const bool last = samples >= total || stop != 0.0f;
-            reports.minibatch_done(loss, sum.steps, sum.compute_s, sum.wait_s, last);
-            if (samples >= (epoch + 1) * cfg.samples_per_epoch) {
-                epoch = samples / cfg.samples_per_epoch;
-                bool agree = false;
-                try {
-                    agree = models_agree(group, work.weights(), work.param_floats, keep_waiting);
-                } catch (const PeerError&) {
-                    throw gone();
-                }
-                if (!agree)
-                    throw std::runtime_error("allreduce: the learners' models differ after epoch " + std::to_string(epoch) +
-                                             " (the sums were not the same on every learner)");
-                if (!root) continue;
-                send_epoch(false);
-                if (cfg.checkpoint && samples < total) {
-                    cfg.checkpoint("epoch", sum.steps, samples, elapsed());
-                    checkpoints.written(sum.steps, elapsed());
-                }
-            } else if (root && cfg.checkpoint && stop == 0.0f && samples < total) {
-                if (checkpoints.due(sum.steps, elapsed())) {
-                    cfg.checkpoint("periodic", sum.steps, samples, elapsed());
-                    checkpoints.written(sum.steps, elapsed());
-                }
-            }
-        }
-        sum.samples = samples;
-        sum.stopped = samples < total;
-        if (root && sum.stopped) {
-            if (cfg.checkpoint) cfg.checkpoint("signal", sum.steps, samples, elapsed());
-            const RunEnd end{kEndSignal, epoch, sum.steps, elapsed()};
-            t.send(cfg.stats_rank, kRunEnd, &end, sizeof end);
-        }
-        if (root && !await_stats_server(t, cfg.stats_rank, epochs_sent, keep_waiting)) throw gone();
-    } catch (const PeerError& e) {
-        // A lost peer, named by a wait that gave up or by the transport (a send to a dead rank):
-        // the first learner has the statistics server log it and the run's end.
-        if (root) report_lost_peer(t, cfg.stats_rank, watch.lost(e), lambda - 1, epoch, cfg.start_steps + sum.steps, elapsed());
-        throw;
-    }
-    return sum;
+    return AllreduceLearner(t, group, cfg, work).run();
 }
 
 void report_lost_peer(Transport& t, int stats_rank, const SilentPeer& lost, int live_learners, int64_t epoch,

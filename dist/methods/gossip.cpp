@@ -128,179 +128,221 @@ private:
     std::thread thread_;
 };
 
+// One learner of a gossip run: its local steps, its exchanges with a peer every tau steps, and
+// the learners' meeting at each epoch boundary (or a stop).
+class GossipLearner {
+public:
+    GossipLearner(Transport& t, SumGroup& group, const GossipConfig& cfg, const LocalSgdWork& work)
+        : t_(t), group_(group), cfg_(cfg), work_(work), lambda_(group.members()), me_(group.index()),
+          n_(work.param_floats), w_(work.weights),
+          // Each learner's share of an epoch: the epoch's samples over lambda learners of `batch`.
+          steps_per_epoch_(std::max<int64_t>(1, (cfg.samples_per_epoch + lambda_ * cfg.batch - 1) / (lambda_ * cfg.batch))),
+          watch_(cfg.silent_peer, "gossip"), keep_waiting_(watch_.keep_waiting()),
+          rng_(cfg.seed * 1000003u + static_cast<uint64_t>(me_)), pick_(0, lambda_ - 2),  // any member but this one
+          before_(cfg.start_steps + cfg.start_partial),
+          peer_alive_([silent = cfg.silent_peer](int rank) { return !silent || silent().rank != rank; }),
+          exchange_(t, cfg.mode, n_, peer_alive_), sent_to_(static_cast<size_t>(lambda_), 0), avg_(n_), counts_(2 * static_cast<size_t>(lambda_) + 1),
+          reports_(t, cfg.stats_rank, cfg.report_every), root_(me_ == 0), started_(Clock::now()) {
+        for (int64_t e = 0; e < before_ / cfg.tau; ++e) pick_(rng_);  // the choices made before a resume
+        sum_.epoch = cfg.first_epoch;
+        boundary_steps_ = cfg.start_steps;
+        reports_.count_sums(&group);
+    }
+
+    GossipSummary run() {
+        exchange_.publish(w_);
+        exchange_.start();
+        try {
+            if (root_ && cfg_.replay_epoch) send_epoch(cfg_.first_epoch, 0.0, true);  // every model is the checkpoint's
+            for (int64_t epoch = cfg_.first_epoch + 1; epoch <= cfg_.epochs && !sum_.stopped; ++epoch) {
+                int64_t k = epoch == cfg_.first_epoch + 1 ? cfg_.start_partial : 0;  // steps into this epoch
+                const bool asked = local_steps(epoch, k);
+                meet(epoch, asked, k);
+            }
+            exchange_.stop(pushes_to_take());
+            sum_.average = std::move(avg_);
+            if (root_ && !await_stats_server(t_, cfg_.stats_rank, epochs_sent_, keep_waiting_)) throw watch_.gone();
+        } catch (const PeerError& e) {
+            // A lost peer, named by a wait that gave up or by the transport (a send to a dead rank):
+            // the first learner has the statistics server log it and the run's end.
+            if (root_)
+                report_lost_peer(t_, cfg_.stats_rank, watch_.lost(e), lambda_ - 1, sum_.epoch, before_ + sum_.steps, elapsed());
+            throw;
+        }
+        return std::move(sum_);
+    }
+
+private:
+    double elapsed() const { return cfg_.elapsed_offset_s + seconds_since(started_); }
+
+    // The epoch's local steps from step k on, each followed by an exchange every tau steps;
+    // returns true when a stop was asked (k: where it stopped).
+    bool local_steps(int64_t epoch, int64_t& k) {
+        for (; k < steps_per_epoch_; ++k) {
+            if (cfg_.stop_requested && cfg_.stop_requested()) return true;
+            const auto t0 = Clock::now();
+            double loss;
+            {
+                const Span span(cfg_.timeline, "compute");
+                loss = work_.step();
+            }
+            sum_.compute_s += seconds_since(t0);
+            if (auto bad = exchange_.failure()) throw *bad;
+            exchange_.publish(w_);
+            ++sum_.steps;
+            if ((before_ + sum_.steps) % cfg_.tau == 0) exchange_with_peer();
+            reports_.minibatch_done(loss, sum_.steps, sum_.compute_s, sum_.wait_s,
+                                    epoch == cfg_.epochs && k + 1 == steps_per_epoch_);
+        }
+        return false;
+    }
+
+    // Pull: averages with a random peer's model. Push: sends this model to the peer, and averages
+    // with the models received since the last round.
+    void exchange_with_peer() {
+        const auto t0 = Clock::now();
+        const Span span(cfg_.timeline, cfg_.mode == GossipMode::Pull ? "exchange (pull)" : "exchange (push)");
+        const int other = pick_(rng_);
+        const int idx = other >= me_ ? other + 1 : other;
+        const int rank = cfg_.learner_ranks[static_cast<size_t>(idx)];
+        sum_.peers.push_back(rank);
+        if (cfg_.mode == GossipMode::Pull) {
+            t_.send(rank, kGossipRequest, nullptr, 0);
+            const auto e = t_.recv_while(rank, kGossipModel, in_, keep_waiting_, peer_alive_);
+            if (!e) throw watch_.gone();
+            if (in_.size() != n_ * sizeof(float))
+                throw std::runtime_error("gossip: a model of " + std::to_string(in_.size()) + " bytes from rank " +
+                                         std::to_string(rank) + " does not match this one");
+            const float* m = reinterpret_cast<const float*>(in_.data());
+            for (size_t i = 0; i < n_; ++i) w_[i] = 0.5f * (w_[i] + m[i]);
+        } else {
+            out_.assign(reinterpret_cast<const char*>(w_), reinterpret_cast<const char*>(w_ + n_));
+            if (!t_.send_while(rank, kGossipModel, out_.data(), out_.size(), keep_waiting_)) throw watch_.gone();
+            ++sent_to_[static_cast<size_t>(idx)];
+            exchange_.average_inbox(w_);
+        }
+        exchange_.publish(w_);
+        sum_.wait_s += seconds_since(t0);
+    }
+
+    // The epoch boundary (or a stop within the epoch): the average model and the spread, from two
+    // sums over the learners (the second: each learner's squared distance from the average, the
+    // stop requests, and each learner's steps into the epoch, exact in floats far beyond any
+    // epoch). Then the first learner sends the epoch's average, checkpoints and, on a stop, ends.
+    void meet(int64_t epoch, bool asked, int64_t k) {
+        const size_t stop_at = static_cast<size_t>(lambda_), steps_at = stop_at + 1;
+        const auto t0 = Clock::now();
+        const Span span(cfg_.timeline, "epoch boundary");
+        std::copy(w_, w_ + n_, avg_.begin());
+        group_.start(avg_.data(), n_);
+        if (!group_.wait_all(keep_waiting_)) throw watch_.gone();
+        double d2 = 0.0;
+        for (size_t i = 0; i < n_; ++i) {
+            avg_[i] /= static_cast<float>(lambda_);
+            d2 += double(w_[i] - avg_[i]) * double(w_[i] - avg_[i]);
+        }
+        std::fill(counts_.begin(), counts_.end(), 0.0f);
+        counts_[static_cast<size_t>(me_)] = static_cast<float>(d2);
+        counts_[stop_at] = asked ? 1.0f : 0.0f;
+        counts_[steps_at + static_cast<size_t>(me_)] = static_cast<float>(k);
+        group_.start(counts_.data(), counts_.size());
+        if (!group_.wait_all(keep_waiting_)) throw watch_.gone();
+        sum_.wait_s += seconds_since(t0);
+        const double spread = std::sqrt(*std::max_element(counts_.begin(), counts_.begin() + lambda_));
+        std::vector<int64_t> into(static_cast<size_t>(lambda_));
+        int64_t partial_samples = 0;
+        for (int j = 0; j < lambda_; ++j) {
+            into[static_cast<size_t>(j)] = static_cast<int64_t>(counts_[steps_at + static_cast<size_t>(j)]);
+            partial_samples += into[static_cast<size_t>(j)] * cfg_.batch;
+        }
+        const bool complete =
+            std::all_of(into.begin(), into.end(), [&](int64_t x) { return x == steps_per_epoch_; });
+        if (complete) {
+            sum_.epoch = epoch;
+            boundary_steps_ += steps_per_epoch_;
+            sum_.spreads.push_back(spread);
+        }
+        sum_.stopped = counts_[stop_at] > 0.0f && (!complete || epoch < cfg_.epochs);
+        if (sum_.stopped) reports_.finish(sum_.steps, sum_.compute_s, sum_.wait_s);
+        if (!root_) return;
+        if (complete) send_epoch(epoch, spread, false);
+        if (cfg_.checkpoint && (sum_.stopped || epoch < cfg_.epochs)) {
+            // Within the epoch: its samples so far, short of the boundary (a resumed run counts it
+            // as not yet done).
+            const int64_t samples = complete ? epoch * cfg_.samples_per_epoch
+                                             : (epoch - 1) * cfg_.samples_per_epoch +
+                                                   std::min(partial_samples, cfg_.samples_per_epoch - 1);
+            std::vector<int64_t> taken(static_cast<size_t>(lambda_), boundary_steps_);
+            if (!complete)
+                for (int j = 0; j < lambda_; ++j) taken[static_cast<size_t>(j)] += into[static_cast<size_t>(j)];
+            cfg_.checkpoint(sum_.stopped ? "signal" : "epoch", avg_.data(), boundary_steps_, taken, samples, elapsed());
+        }
+        if (sum_.stopped) {
+            const RunEnd end{kEndSignal, sum_.epoch, boundary_steps_, elapsed()};
+            t_.send(cfg_.stats_rank, kRunEnd, &end, sizeof end);
+        }
+    }
+
+    void send_epoch(int64_t epoch, double spread, bool replay) {
+        EpochWeightsHeader h{};
+        h.epoch = epoch;
+        h.ts = boundary_steps_;
+        h.samples = epoch * cfg_.samples_per_epoch;
+        h.elapsed_s = elapsed();
+        h.final = epoch == cfg_.epochs ? 1 : 0;
+        h.replay = replay ? 1 : 0;
+        h.traffic = traffic_report(t_, &group_);
+        h.has_spread = replay ? 0 : 1;
+        h.spread = spread;
+        pack(out_, h, replay ? w_ : avg_.data(), n_);
+        t_.send(cfg_.stats_rank, kEpochWeights, out_.data(), out_.size());
+        ++epochs_sent_;
+    }
+
+    // Push: how many models this learner must still take before its serving thread stops (the
+    // counts are exact in floats far beyond any run's exchanges); pull: 0.
+    int64_t pushes_to_take() {
+        if (cfg_.mode != GossipMode::Push) return 0;
+        for (int j = 0; j < lambda_; ++j) counts_[static_cast<size_t>(j)] = static_cast<float>(sent_to_[static_cast<size_t>(j)]);
+        group_.start(counts_.data(), counts_.size());
+        if (!group_.wait_all(keep_waiting_)) throw watch_.gone();
+        return static_cast<int64_t>(counts_[static_cast<size_t>(me_)]);
+    }
+
+    Transport& t_;
+    SumGroup& group_;
+    const GossipConfig& cfg_;
+    const LocalSgdWork& work_;
+    const int lambda_, me_;
+    const size_t n_;
+    float* w_;
+    const int64_t steps_per_epoch_;
+    PeerWatch watch_;
+    const KeepWaiting keep_waiting_;
+    std::mt19937_64 rng_;
+    std::uniform_int_distribution<int> pick_;
+    const int64_t before_;  // this learner's steps before this run
+    const std::function<bool(int)> peer_alive_;
+    ModelExchange exchange_;
+    std::vector<int64_t> sent_to_;
+    std::vector<float> avg_, counts_;
+    std::vector<char> in_, out_;
+    GossipSummary sum_;
+    int64_t boundary_steps_ = 0;  // each learner's steps at the last completed epoch
+    StatsReporter reports_;
+    const bool root_;
+    int64_t epochs_sent_ = 0;
+    const Clock::time_point started_;
+};
+
 }  // namespace
 
 GossipSummary run_gossip_learner(Transport& t, SumGroup& group, const GossipConfig& cfg, const LocalSgdWork& work) {
-    const int lambda = group.members(), me = group.index();
-    if (lambda < 2) throw std::runtime_error("gossip needs at least 2 learners");
+    if (group.members() < 2) throw std::runtime_error("gossip needs at least 2 learners");
     if (cfg.tau < 1 || cfg.batch <= 0 || cfg.samples_per_epoch <= 0 ||
-        static_cast<int>(cfg.learner_ranks.size()) != lambda)
+        static_cast<int>(cfg.learner_ranks.size()) != group.members())
         throw std::logic_error("gossip: tau, batch, epoch size and the learners' ranks are needed");
-    const size_t n = work.param_floats;
-    float* w = work.weights;
-    // Each learner's share of an epoch: the epoch's samples over lambda learners of `batch`.
-    const int64_t steps_per_epoch = std::max<int64_t>(1, (cfg.samples_per_epoch + lambda * cfg.batch - 1) /
-                                                             (lambda * cfg.batch));
-    PeerWatch watch(cfg.silent_peer, "gossip");
-    const KeepWaiting keep_waiting = watch.keep_waiting();
-    std::mt19937_64 rng(cfg.seed * 1000003u + static_cast<uint64_t>(me));
-    std::uniform_int_distribution<int> pick(0, lambda - 2);  // any member but this one
-    const int64_t before = cfg.start_steps + cfg.start_partial;  // this learner's steps before this run
-    for (int64_t e = 0; e < before / cfg.tau; ++e) pick(rng);   // the choices made before a resume
-    const auto peer_alive = [silent = cfg.silent_peer](int rank) { return !silent || silent().rank != rank; };
-    ModelExchange exchange(t, cfg.mode, n, peer_alive);
-    exchange.publish(w);
-    exchange.start();
-    std::vector<int64_t> sent_to(static_cast<size_t>(lambda), 0);
-    // The second sum of a boundary: each learner's squared distance from the average, the stop
-    // requests, and each learner's steps into the epoch (exact in floats far beyond any epoch).
-    const size_t stop_at = static_cast<size_t>(lambda), steps_at = stop_at + 1;
-    std::vector<float> avg(n), peer(n), counts(2 * static_cast<size_t>(lambda) + 1);
-    std::vector<char> in, out;
-    GossipSummary sum;
-    sum.epoch = cfg.first_epoch;
-    int64_t boundary_steps = cfg.start_steps;  // each learner's steps at the last completed epoch
-    StatsReporter reports(t, cfg.stats_rank, cfg.report_every);
-    reports.count_sums(&group);
-    const bool root = me == 0;
-    int64_t epochs_sent = 0;
-    const auto started = Clock::now();
-    const auto elapsed = [&] { return cfg.elapsed_offset_s + seconds_since(started); };
-    const auto gone = [&] { return watch.gone(); };
-    const auto send_epoch = [&](int64_t epoch, double spread, bool replay) {
-        EpochWeightsHeader h{};
-        h.epoch = epoch;
-        h.ts = boundary_steps;
-        h.samples = epoch * cfg.samples_per_epoch;
-        h.elapsed_s = elapsed();
-        h.final = epoch == cfg.epochs ? 1 : 0;
-        h.replay = replay ? 1 : 0;
-        h.traffic = traffic_report(t, &group);
-        h.has_spread = replay ? 0 : 1;
-        h.spread = spread;
-        pack(out, h, replay ? w : avg.data(), n);
-        t.send(cfg.stats_rank, kEpochWeights, out.data(), out.size());
-        ++epochs_sent;
-    };
-    try {
-        if (root && cfg.replay_epoch) send_epoch(cfg.first_epoch, 0.0, true);  // every model is the checkpoint's
-        for (int64_t epoch = cfg.first_epoch + 1; epoch <= cfg.epochs && !sum.stopped; ++epoch) {
-            int64_t k = epoch == cfg.first_epoch + 1 ? cfg.start_partial : 0;  // steps into this epoch
-            bool asked = false;
-            for (; k < steps_per_epoch; ++k) {
-                if (cfg.stop_requested && cfg.stop_requested()) {
-                    asked = true;
-                    break;
-                }
-                auto t0 = Clock::now();
-                double loss;
-                {
-                    const Span span(cfg.timeline, "compute");
-                    loss = work.step();
-                }
-                sum.compute_s += seconds_since(t0);
-                if (auto bad = exchange.failure()) throw *bad;
-                exchange.publish(w);
-                ++sum.steps;
-                if ((before + sum.steps) % cfg.tau == 0) {
-                    t0 = Clock::now();
-                    const Span span(cfg.timeline, cfg.mode == GossipMode::Pull ? "exchange (pull)" : "exchange (push)");
-                    const int other = pick(rng);
-                    const int idx = other >= me ? other + 1 : other;
-                    const int rank = cfg.learner_ranks[static_cast<size_t>(idx)];
-                    sum.peers.push_back(rank);
-                    if (cfg.mode == GossipMode::Pull) {
-                        t.send(rank, kGossipRequest, nullptr, 0);
-                        const auto e = t.recv_while(rank, kGossipModel, in, keep_waiting, peer_alive);
-                        if (!e) throw gone();
-                        if (in.size() != n * sizeof(float))
-                            throw std::runtime_error("gossip: a model of " + std::to_string(in.size()) + " bytes from rank " +
-                                                     std::to_string(rank) + " does not match this one");
-                        const float* m = reinterpret_cast<const float*>(in.data());
-                        for (size_t i = 0; i < n; ++i) w[i] = 0.5f * (w[i] + m[i]);
-                    } else {
-                        out.assign(reinterpret_cast<const char*>(w), reinterpret_cast<const char*>(w + n));
-                        if (!t.send_while(rank, kGossipModel, out.data(), out.size(), keep_waiting)) throw gone();
-                        ++sent_to[static_cast<size_t>(idx)];
-                        exchange.average_inbox(w);
-                    }
-                    exchange.publish(w);
-                    sum.wait_s += seconds_since(t0);
-                }
-                reports.minibatch_done(loss, sum.steps, sum.compute_s, sum.wait_s,
-                                       epoch == cfg.epochs && k + 1 == steps_per_epoch);
-            }
-            // The epoch boundary (or a stop within the epoch): the average model and the spread, from
-            // two sums over the learners.
-            const auto t0 = Clock::now();
-            const Span span(cfg.timeline, "epoch boundary");
-            std::copy(w, w + n, avg.begin());
-            group.start(avg.data(), n);
-            if (!group.wait_all(keep_waiting)) throw gone();
-            double d2 = 0.0;
-            for (size_t i = 0; i < n; ++i) {
-                avg[i] /= static_cast<float>(lambda);
-                d2 += double(w[i] - avg[i]) * double(w[i] - avg[i]);
-            }
-            std::fill(counts.begin(), counts.end(), 0.0f);
-            counts[static_cast<size_t>(me)] = static_cast<float>(d2);
-            counts[stop_at] = asked ? 1.0f : 0.0f;
-            counts[steps_at + static_cast<size_t>(me)] = static_cast<float>(k);
-            group.start(counts.data(), counts.size());
-            if (!group.wait_all(keep_waiting)) throw gone();
-            sum.wait_s += seconds_since(t0);
-            const double spread = std::sqrt(*std::max_element(counts.begin(), counts.begin() + lambda));
-            std::vector<int64_t> into(static_cast<size_t>(lambda));
-            int64_t partial_samples = 0;
-            for (int j = 0; j < lambda; ++j) {
-                into[static_cast<size_t>(j)] = static_cast<int64_t>(counts[steps_at + static_cast<size_t>(j)]);
-                partial_samples += into[static_cast<size_t>(j)] * cfg.batch;
-            }
-            const bool complete = std::all_of(into.begin(), into.end(), [&](int64_t x) { return x == steps_per_epoch; });
-            if (complete) {
-                sum.epoch = epoch;
-                boundary_steps += steps_per_epoch;
-                sum.spreads.push_back(spread);
-            }
-            sum.stopped = counts[stop_at] > 0.0f && (!complete || epoch < cfg.epochs);
-            if (sum.stopped) reports.finish(sum.steps, sum.compute_s, sum.wait_s);
-            if (!root) continue;
-            if (complete) send_epoch(epoch, spread, false);
-            if (cfg.checkpoint && (sum.stopped || epoch < cfg.epochs)) {
-                // Within the epoch: its samples so far, short of the boundary (a resumed run counts it
-                // as not yet done).
-                const int64_t samples = complete ? epoch * cfg.samples_per_epoch
-                                                 : (epoch - 1) * cfg.samples_per_epoch +
-                                                       std::min(partial_samples, cfg.samples_per_epoch - 1);
-                std::vector<int64_t> taken(static_cast<size_t>(lambda), boundary_steps);
-                if (!complete)
-                    for (int j = 0; j < lambda; ++j) taken[static_cast<size_t>(j)] += into[static_cast<size_t>(j)];
-                cfg.checkpoint(sum.stopped ? "signal" : "epoch", avg.data(), boundary_steps, taken, samples, elapsed());
-            }
-            if (sum.stopped) {
-                const RunEnd end{kEndSignal, sum.epoch, boundary_steps, elapsed()};
-                t.send(cfg.stats_rank, kRunEnd, &end, sizeof end);
-            }
-        }
-        // Push: how many models each learner must still take before its serving thread stops (the
-        // counts are exact in floats far beyond any run's exchanges).
-        int64_t expected = 0;
-        if (cfg.mode == GossipMode::Push) {
-            for (int j = 0; j < lambda; ++j) counts[static_cast<size_t>(j)] = static_cast<float>(sent_to[static_cast<size_t>(j)]);
-            group.start(counts.data(), counts.size());
-            if (!group.wait_all(keep_waiting)) throw gone();
-            expected = static_cast<int64_t>(counts[static_cast<size_t>(me)]);
-        }
-        exchange.stop(expected);
-        sum.average = std::move(avg);
-        if (root && !await_stats_server(t, cfg.stats_rank, epochs_sent, keep_waiting)) throw gone();
-    } catch (const PeerError& e) {
-        // A lost peer, named by a wait that gave up or by the transport (a send to a dead rank):
-        // the first learner has the statistics server log it and the run's end.
-        if (root) report_lost_peer(t, cfg.stats_rank, watch.lost(e), lambda - 1, sum.epoch, before + sum.steps, elapsed());
-        throw;
-    }
-    return sum;
+    return GossipLearner(t, group, cfg, work).run();
 }
 
 }  // namespace rudra::dist

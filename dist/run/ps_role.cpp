@@ -19,6 +19,88 @@ namespace rudra::dist::run {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// The update rule's settings: the learning-rate modulation, hardsync's alpha0 * sqrt(lambda mu /
+// B), momentum compensation, where a warm start begins.
+dist::UpdateRuleConfig rule_config(const DistOptions& o, const Setup& s, const dist::Protocol& protocol, int batch,
+                                   int lambda) {
+    dist::UpdateRuleConfig rc;
+    rc.modulation =
+        o.lr_modulation.empty() ? protocol.default_modulation() : dist::parse_lr_modulation(o.lr_modulation);
+    rc.batch = batch * (protocol.elastic() ? o.tau : 1);  // EASGD: one difference per tau mini-batches
+    rc.momentum_compensation = o.momentum_compensation;
+    rc.start_samples = s.start_samples;
+    rc.reference_batch = o.reference_batch > 0 ? o.reference_batch : s.train_layer().batch_size;
+    if (protocol.synchronous())
+        rc.base_scale = static_cast<float>(dist::synchronous_lr_scale(lambda, rc.batch, rc.reference_batch));
+    return rc;
+}
+
+// The PS's place in the layout (its learners, leaf PSs and broadcast children) and the run's
+// length, timeouts and checkpoint cadence.
+dist::PsConfig ps_config(const DistOptions& o, const Setup& s, int64_t samples_per_epoch) {
+    dist::PsConfig pc;
+    pc.timeline = s.timeline;
+    pc.learner_ranks = s.layout.learners();
+    for (int child : s.layout.children(kPsRank))
+        if (s.layout.role(child) == dist::RankLayout::Role::Relay)
+            pc.relays.push_back({child, s.layout.learners_below(child)});
+    pc.broadcast_children = s.layout.broadcast_children(kPsRank);
+    pc.stats_rank = kStatsRank;
+    pc.samples_per_epoch = samples_per_epoch;
+    pc.epochs = o.epochs;
+    pc.peer_timeout_s = o.peer_timeout;
+    pc.receive_ahead = o.ps_receive_ahead;
+    pc.checkpoint_every = parse_checkpoint_every(o.checkpoint_every);
+    return pc;
+}
+
+void say_resumed(const DistCheckpoint& ck, const dist::UpdateRule& rule, int lambda) {
+    say("PS: resuming from " + ck.path + " (" + ck.meta.value("reason", std::string("?")) + " checkpoint of " +
+        ck.meta.value("written_at", std::string("?")) + "): epoch " + std::to_string(ck.epoch()) + ", update " +
+        std::to_string(rule.timestamp()) + ", " + std::to_string(rule.samples()) + " samples" +
+        (ck.learners() != lambda
+             ? ", with " + std::to_string(lambda) + " learners instead of " + std::to_string(ck.learners())
+             : std::string()));
+}
+
+struct PsFiles {
+    std::string checkpoint, snapshot, staleness;
+};
+
+// The run's last words, and its exit code. A lost rank may be stopped rather than dead: only
+// ending the whole job frees mpiexec, and MPI_Finalize would wait for it forever.
+int end_of_run(const DistOptions& o, const dist::PsResult& r, const dist::StalenessStats& staleness, const PsFiles& f,
+               dist::MpiSession& mpi) {
+    if (r.end == dist::PsResult::End::Finished) {
+        std::printf("PS: %lld updates, %lld gradients (%lld more arrived after the last epoch and were dropped), "
+                    "staleness mean %.3f max %lld, %.1f s; snapshot %s, staleness %s\n",
+                    static_cast<long long>(r.updates), static_cast<long long>(staleness.gradients()),
+                    static_cast<long long>(r.dropped_gradients), staleness.mean(),
+                    static_cast<long long>(staleness.max()), r.elapsed_s, f.snapshot.c_str(), f.staleness.c_str());
+    } else {
+        std::printf("PS: stopped at update %lld after %.1f s: %s. The newest checkpoint is %s; %s%s\n",
+                    static_cast<long long>(r.updates), r.elapsed_s, r.why.c_str(), f.checkpoint.c_str(),
+                    resume_hint(o.output).c_str(),
+                    r.end == dist::PsResult::End::LearnerLost ? " (with as many learners as answer)" : "");
+    }
+    std::fflush(stdout);
+    const int code = r.end == dist::PsResult::End::Finished   ? 0
+                     : r.end == dist::PsResult::End::Stopped ? session::kExitStopped
+                                                             : session::kExitLearnerLost;
+    if (!r.lost_ranks.empty()) {
+        std::string ranks;
+        for (int rank : r.lost_ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
+        say("PS: ending the job (rank " + ranks + " lost) with exit code " + std::to_string(code));
+        mpi.peer_lost();
+        dist::MpiSession::end_job(code);
+    }
+    return code;
+}
+
+}  // namespace
+
 int run_ps_role(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
                 const data::TrainTest& sets, const dist::WaitPolicy& wait, dist::MpiSession& mpi,
                 dist::Heartbeat& heartbeat) {
@@ -33,29 +115,9 @@ int run_ps_role(const DistOptions& o, const Setup& s, dist::Transport& t, const 
         run.restore(s.warm, o.warm_start, session::TrainingSession::History::IfMatching);
     }
     nn::ParamStore& params = run.params();
-    dist::UpdateRuleConfig rc;
-    rc.modulation =
-        o.lr_modulation.empty() ? protocol.default_modulation() : dist::parse_lr_modulation(o.lr_modulation);
-    rc.batch = run.batch() * (protocol.elastic() ? o.tau : 1);  // EASGD: one difference per tau mini-batches
-    rc.momentum_compensation = o.momentum_compensation;
-    rc.start_samples = s.start_samples;
-    rc.reference_batch = o.reference_batch > 0 ? o.reference_batch : s.train_layer().batch_size;
-    if (protocol.synchronous())
-        rc.base_scale = static_cast<float>(dist::synchronous_lr_scale(lambda, rc.batch, rc.reference_batch));
+    const dist::UpdateRuleConfig rc = rule_config(o, s, protocol, run.batch(), lambda);
     dist::UpdateRule rule(protocol, run.solver(), params, lambda, rc);
-    dist::PsConfig pc;
-    pc.timeline = s.timeline;
-    pc.learner_ranks = s.layout.learners();
-    for (int child : s.layout.children(kPsRank))
-        if (s.layout.role(child) == dist::RankLayout::Role::Relay)
-            pc.relays.push_back({child, s.layout.learners_below(child)});
-    pc.broadcast_children = s.layout.broadcast_children(kPsRank);
-    pc.stats_rank = kStatsRank;
-    pc.samples_per_epoch = sets.train.size();
-    pc.epochs = o.epochs;
-    pc.peer_timeout_s = o.peer_timeout;
-    pc.receive_ahead = o.ps_receive_ahead;
-    pc.checkpoint_every = parse_checkpoint_every(o.checkpoint_every);
+    dist::PsConfig pc = ps_config(o, s, static_cast<int64_t>(sets.train.size()));
 
     const std::string ck_path = checkpoint_path(o.output);
     const std::string snap_path = (fs::path(o.output) / "final.rudra").string();
@@ -66,19 +128,13 @@ int run_ps_role(const DistOptions& o, const Setup& s, dist::Transport& t, const 
         rule.restore_state(s.resume->meta.at("rule"));
         pc.elapsed_offset_s = s.resume->elapsed_s();
         pc.replay_epoch = rule.samples() % pc.samples_per_epoch == 0;
-        say("PS: resuming from " + s.resume->path + " (" + s.resume->meta.value("reason", std::string("?")) +
-            " checkpoint of " + s.resume->meta.value("written_at", std::string("?")) + "): epoch " +
-            std::to_string(s.resume->epoch()) + ", update " + std::to_string(rule.timestamp()) + ", " +
-            std::to_string(rule.samples()) + " samples" +
-            (s.resume->learners() != lambda ? ", with " + std::to_string(lambda) + " learners instead of " +
-                                                  std::to_string(s.resume->learners())
-                                            : std::string()));
+        say_resumed(*s.resume, rule, lambda);
     }
     std::printf(
         "rudra dist: %s, %d learners, mini-batch %d, %s, base_lr %g x %.4g, %d epochs of %lld images, "
         "wait: spin %d then sleep %d us, output %s\n",
-        protocol.name().c_str(), lambda, run.batch(), learner_mode_name(o.mode), s.spec.solver.lr.base_lr, rc.base_scale, o.epochs,
-        static_cast<long long>(pc.samples_per_epoch), wait.spin, wait.sleep_us, o.output.c_str());
+        protocol.name().c_str(), lambda, run.batch(), learner_mode_name(o.mode), s.spec.solver.lr.base_lr, rc.base_scale,
+        o.epochs, static_cast<long long>(pc.samples_per_epoch), wait.spin, wait.sleep_us, o.output.c_str());
     if (protocol.elastic())
         say("easgd: learners step locally with the solver's rate and exchange beta * (local - centre) every " +
             std::to_string(o.tau) + " steps, beta " + number_text(easgd_beta(o, lambda)) +
@@ -111,34 +167,7 @@ int run_ps_role(const DistOptions& o, const Setup& s, dist::Transport& t, const 
     hooks.heartbeat = &heartbeat;
     dist::ParameterServer ps(t, rule, params, pc, hooks);
     training_starts(t, s);
-    const dist::PsResult r = ps.run();
-
-    if (r.end == dist::PsResult::End::Finished) {
-        std::printf("PS: %lld updates, %lld gradients (%lld more arrived after the last epoch and were dropped), "
-                    "staleness mean %.3f max %lld, %.1f s; snapshot %s, staleness %s\n",
-                    static_cast<long long>(r.updates), static_cast<long long>(rule.staleness().gradients()),
-                    static_cast<long long>(r.dropped_gradients), rule.staleness().mean(),
-                    static_cast<long long>(rule.staleness().max()), r.elapsed_s, snap_path.c_str(), stale_path.c_str());
-    } else {
-        std::printf("PS: stopped at update %lld after %.1f s: %s. The newest checkpoint is %s; %s%s\n",
-                    static_cast<long long>(r.updates), r.elapsed_s, r.why.c_str(), ck_path.c_str(),
-                    resume_hint(o.output).c_str(),
-                    r.end == dist::PsResult::End::LearnerLost ? " (with as many learners as answer)" : "");
-    }
-    std::fflush(stdout);
-    const int code = r.end == dist::PsResult::End::Finished   ? 0
-                     : r.end == dist::PsResult::End::Stopped ? session::kExitStopped
-                                                             : session::kExitLearnerLost;
-    if (!r.lost_ranks.empty()) {
-        // A lost rank may be stopped rather than dead: only ending the whole job frees mpiexec,
-        // and MPI_Finalize would wait for it forever.
-        std::string ranks;
-        for (int rank : r.lost_ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
-        say("PS: ending the job (rank " + ranks + " lost) with exit code " + std::to_string(code));
-        mpi.peer_lost();
-        dist::MpiSession::end_job(code);
-    }
-    return code;
+    return end_of_run(o, ps.run(), rule.staleness(), {ck_path, snap_path, stale_path}, mpi);
 }
 
 }  // namespace rudra::dist::run
