@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -48,16 +47,8 @@ struct ConvAlgorithm {
 // The first algorithm of `list` that takes the pass; `choice` says why the earlier ones did not.
 template <size_t N>
 ConvAlgo choose_algorithm(const ConvAlgorithm (&list)[N], const PassProblem& pp, ImplChoice& choice) {
-    std::string passed, last_why;
-    for (const ConvAlgorithm& a : list) {
-        const std::string why = a.declines ? a.declines(pp) : std::string();
-        if (why.empty()) {
-            choice = {a.name, passed.empty() ? "first choice" : passed};
-            return a.algo;
-        }
-        add_passed(passed, last_why, a.name, why);
-    }
-    throw std::logic_error("no convolution algorithm takes the pass (" + passed + ")");  // the last takes all
+    const auto why_not = [&](const ConvAlgorithm& a) { return a.declines ? a.declines(pp) : std::string(); };
+    return first_taker(list, why_not, choice).algo;
 }
 
 std::string not_own_packed(const ConvProblem& p) {

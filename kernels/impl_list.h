@@ -37,24 +37,32 @@ inline void add_passed(std::string& passed, std::string& last_why, const char* n
     last_why = why;
 }
 
+// The first entry of `list` that takes the problem: why_not(entry) is "" for one that does, why
+// not for one that does not, and "-" for one not worth a word (another architecture's). `choice`
+// names it and why each one before it was passed over.
+template <class Entry, size_t N, class WhyNot>
+const Entry& first_taker(const Entry (&list)[N], WhyNot&& why_not, ImplChoice& choice) {
+    std::string passed, last_why;
+    for (const Entry& entry : list) {
+        const std::string why = why_not(entry);
+        if (why == "-") continue;
+        if (why.empty()) {
+            choice = {entry.name, passed.empty() ? "first choice" : passed};
+            return entry;
+        }
+        add_passed(passed, last_why, entry.name, why);
+    }
+    throw std::logic_error("no implementation takes the problem (" + passed + ")");  // the last takes all
+}
+
 template <class Problem, class Fn, size_t N>
 Fn choose_impl(const Impl<Problem, Fn> (&list)[N], const Problem& p, const IsaGate& gate, ImplChoice& choice) {
-    std::string passed, last_why;
-    for (const Impl<Problem, Fn>& impl : list) {
-        std::string why;
-        if (!impl.fn)
-            continue;  // another architecture's: not worth a word
-        else if (!gate.allows(impl.isa))
-            why = gate.refusal(impl.isa);
-        else if (impl.declines)
-            why = impl.declines(p);
-        if (why.empty()) {
-            choice = {impl.name, passed.empty() ? "first choice" : passed};
-            return impl.fn;
-        }
-        add_passed(passed, last_why, impl.name, why);
-    }
-    throw std::logic_error("no implementation takes the problem (" + passed + ")");  // the last is portable
+    const auto why_not = [&](const Impl<Problem, Fn>& impl) -> std::string {
+        if (!impl.fn) return "-";
+        if (!gate.allows(impl.isa)) return gate.refusal(impl.isa);
+        return impl.declines ? impl.declines(p) : "";
+    };
+    return first_taker(list, why_not, choice).fn;
 }
 
 // The implementations the gate allows, in order (the first that takes a shape runs), then those

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <random>
+#include <string>
 
 #include "data/dataset.h"
 
@@ -30,6 +31,24 @@ inline data::Dataset small_dataset(int samples) {
         for (int p = 0; p < 36; ++p) d.pixels.push_back(static_cast<uint8_t>(rng() % 64 + (p % 3 == i % 3 ? 150 : 0)));
     }
     return d;
+}
+
+// kSmallConvNet reading pixels scaled to [0, 1], as a run's Data layer would (transform_param).
+inline std::string small_conv_net_scaled() {
+    std::string net = kSmallConvNet;
+    const std::string data_param = "data_param { batch_size: 4 }";
+    net.replace(net.find(data_param), data_param.size(), data_param + " transform_param { scale: 0.00390625 }");
+    return net;
+}
+
+// 48 training images (12 mini-batches of 4 an epoch) and 12 test images of small_dataset.
+inline data::TrainTest small_train_test() {
+    data::TrainTest sets;
+    sets.train = small_dataset(48);
+    sets.test = small_dataset(12);
+    sets.train.num_classes = sets.test.num_classes = 3;
+    sets.format = "idx";
+    return sets;
 }
 
 }  // namespace rudra::test

@@ -33,21 +33,9 @@ namespace fs = std::filesystem;
 namespace {
 
 // The small net and 48 training images (6 all-reduce steps of 2 learners x 4 per epoch).
-data::TrainTest small_sets() {
-    data::TrainTest sets;
-    sets.train = test::small_dataset(48);
-    sets.test = test::small_dataset(12);
-    sets.train.num_classes = sets.test.num_classes = 3;
-    sets.format = "idx";
-    return sets;
-}
-
 Setup small_setup() {
     Setup s;
-    std::string net = test::kSmallConvNet;
-    const std::string data_param = "data_param { batch_size: 4 }";
-    net.replace(net.find(data_param), data_param.size(), data_param + " transform_param { scale: 0.00390625 }");
-    s.spec.net = nn::parse_net_spec(net, "small.prototxt");
+    s.spec.net = nn::parse_net_spec(test::small_conv_net_scaled(), "small.prototxt");
     s.spec.solver.lr.base_lr = 0.05;
     s.spec.solver.momentum = 0.9;
     s.spec.solver.net = "small.prototxt";
@@ -156,7 +144,7 @@ TEST_CASE("--checkpoint-every: due after N steps or S seconds since the last che
 
 TEST_CASE("all-reduce roles: a stop checkpoints where the run stood; the resumed run ends with the uninterrupted run's weights") {
     const TempDir tmp;
-    const data::TrainTest sets = small_sets();
+    const data::TrainTest sets = test::small_train_test();
     const Setup setup = small_setup();
     const int learners = 2;
 
@@ -198,7 +186,7 @@ TEST_CASE("all-reduce roles: a stop checkpoints where the run stood; the resumed
 
 TEST_CASE("gossip roles: a stop within an epoch checkpoints the learners' steps; the resumed run completes every epoch once") {
     const TempDir tmp;
-    const data::TrainTest sets = small_sets();
+    const data::TrainTest sets = test::small_train_test();
     const Setup setup = small_setup();
     const int learners = 2;
     DistOptions o = small_options("gossip-pull", tmp.path / "g");

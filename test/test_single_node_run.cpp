@@ -22,21 +22,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-data::TrainTest small_sets() {
-    data::TrainTest sets;
-    sets.train = test::small_dataset(48);  // 12 steps of 4 per epoch
-    sets.test = test::small_dataset(12);
-    sets.train.num_classes = sets.test.num_classes = 3;
-    sets.format = "idx";
-    return sets;
-}
-
 session::SessionSpec small_spec() {
     session::SessionSpec spec;
-    std::string net = test::kSmallConvNet;
-    const std::string data_param = "data_param { batch_size: 4 }";
-    net.replace(net.find(data_param), data_param.size(), data_param + " transform_param { scale: 0.00390625 }");
-    spec.net = nn::parse_net_spec(net, "small.prototxt");
+    spec.net = nn::parse_net_spec(test::small_conv_net_scaled(), "small.prototxt");
     spec.solver.net = "small.prototxt";
     spec.solver.lr.base_lr = 0.05;
     spec.solver.momentum = 0.9;
@@ -86,7 +74,7 @@ session::SingleNodeRunResult train(const data::TrainTest& sets, const fs::path& 
 
 TEST_CASE("single node: a stopped run resumed from its snapshot ends with the uninterrupted run's snapshot, byte for byte") {
     const fs::path tmp = test::temp_dir("single-node-run");
-    const data::TrainTest sets = small_sets();
+    const data::TrainTest sets = test::small_train_test();
     const session::SingleNodeRunResult whole = train(sets, tmp / "whole", 36);
     CHECK(!whole.interrupted);
     CHECK(whole.iterations == 36);
@@ -115,7 +103,7 @@ TEST_CASE("single node: a stopped run resumed from its snapshot ends with the un
 
 TEST_CASE("single node: a snapshot request writes a snapshot at that step and the run goes on") {
     const fs::path tmp = test::temp_dir("single-node-snapshot");
-    const session::SingleNodeRunResult r = train(small_sets(), tmp, 20, "", -1, 5);
+    const session::SingleNodeRunResult r = train(test::small_train_test(), tmp, 20, "", -1, 5);
     CHECK(!r.interrupted);
     CHECK(r.iterations == 20);
     CHECK(fs::exists(tmp / "small_iter_5.rudra"));
