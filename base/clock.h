@@ -1,7 +1,9 @@
 // Seconds as doubles on the steady clock: what every timed loop, trace span and deadline here
-// measures in.
+// measures in; and the wall-clock time as the logs and checkpoints write it.
 #pragma once
 #include <chrono>
+#include <ctime>
+#include <string>
 
 namespace rudra {
 
@@ -16,6 +18,16 @@ inline double seconds_since(SteadyClock::time_point t) { return seconds_between(
 // `s` seconds in the clock's own unit, for deadlines: SteadyClock::now() + clock_duration(s).
 inline SteadyClock::duration clock_duration(double s) {
     return std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(s));
+}
+
+// Now in UTC, as "2026-12-05T17:05:54Z".
+inline std::string utc_now() {
+    char buf[32];
+    const std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
 }
 
 }  // namespace rudra

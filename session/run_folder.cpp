@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "base/clock.h"
 #include "nn/atomic_file.h"
 
 namespace rudra::session {
@@ -37,12 +38,7 @@ std::string joined(const std::vector<std::string>& names) {
 std::string holder_line() {
     char host[256] = "?";
     gethostname(host, sizeof host - 1);
-    char when[32];
-    const std::time_t now = std::time(nullptr);
-    std::tm tm{};
-    gmtime_r(&now, &tm);
-    std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return "pid " + std::to_string(getpid()) + " on " + host + " since " + when + "\n";
+    return "pid " + std::to_string(getpid()) + " on " + host + " since " + utc_now() + "\n";
 }
 
 }  // namespace

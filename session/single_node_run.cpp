@@ -9,6 +9,7 @@
 #include "base/clock.h"
 #include "data/batch_stream.h"
 #include "data/skip_log.h"
+#include "session/checkpoint.h"
 #include "session/progress.h"
 
 namespace rudra::session {
@@ -48,7 +49,11 @@ struct Span {
 
 void resume_single_node(TrainingSession& run, const std::string& snapshot, uint64_t seed, SingleNodeRunConfig& config,
                         std::vector<std::string>& notes) {
-    const nn::Snapshot s = nn::read_snapshot(snapshot);
+    const Checkpoint ck = read_checkpoint(snapshot);
+    if (!ck.single_node())
+        throw std::runtime_error(snapshot + ": a distributed run's checkpoint (" + ck.method() +
+                                 "), not a single-node run's: resume it with rudra dist --resume");
+    const nn::Snapshot& s = ck.snapshot;
     run.restore(s, snapshot, TrainingSession::History::Required);
     config.start_iter = static_cast<int64_t>(s.iteration);
     config.start_position = s.samples_seen;
@@ -64,9 +69,18 @@ SingleNodeRunResult run_single_node(TrainingSession& run, const data::TrainTest&
     int64_t iter = c.start_iter;
     uint64_t position = c.start_position;
     SingleNodeRunResult result;
-    const auto save = [&](int64_t at) {
+    const auto save = [&](int64_t at, const char* reason) {
         const std::string path = snapshot_path(c.output, solver.snapshot_prefix, at);
-        nn::write_snapshot(path, run.snapshot(static_cast<uint64_t>(at), position, c.data_seed));
+        nn::Snapshot snap = run.snapshot(static_cast<uint64_t>(at), position, c.data_seed);
+        CheckpointFacts facts;
+        facts.method = kSingleNode;
+        facts.reason = reason;
+        facts.epoch = static_cast<int64_t>(position / static_cast<uint64_t>(n_train));
+        facts.timed = false;  // the same run writes the same bytes
+        facts.settings = c.settings;
+        facts.rule = {{"timestamp", at}, {"samples", position}, {"applied", {at}}};
+        snap.metadata = checkpoint_metadata(facts);
+        nn::write_snapshot(path, snap);
         log.write({{"event", "snapshot"}, {"iteration", at}, {"path", path}});
         result.last_snapshot = path;
     };
@@ -138,9 +152,10 @@ SingleNodeRunResult run_single_node(TrainingSession& run, const data::TrainTest&
             images_epoch = 0;
         }
         const bool asked = c.snapshot_requested && c.snapshot_requested();
-        if (iter < c.max_iter && (asked || (solver.snapshot > 0 && iter % solver.snapshot == 0))) save(iter);
+        if (iter < c.max_iter && (asked || (solver.snapshot > 0 && iter % solver.snapshot == 0)))
+            save(iter, asked ? "request" : "snapshot");
     }
-    save(iter);
+    save(iter, iter < c.max_iter ? "signal" : "end");
     result.iterations = iter;
     result.interrupted = iter < c.max_iter;
     log.write({{"event", result.interrupted ? "interrupted" : "end"}, {"iteration", iter},

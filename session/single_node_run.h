@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "data/dataset.h"
 #include "session/metrics_log.h"
 #include "session/training_session.h"
@@ -23,12 +25,17 @@ struct SingleNodeRunConfig {
     uint64_t data_seed = 1;
     int decode_threads = 1;
     std::function<void()> on_io_thread_start;  // binds the prefetching thread (placement)
+    // What defines the run (solver, data, batch, seed...), kept in every snapshot's checkpoint
+    // metadata (session/checkpoint.h); "learners" is 1.
+    nlohmann::ordered_json settings = {{"learners", 1}};
     // Asked after every step: stop now (with a snapshot), or write a snapshot and go on.
     std::function<bool()> stop_requested, snapshot_requested;
 };
 
 // A resumed run's start: `snapshot`'s weights and solver history into `run`, and its iteration,
-// stream position and data seed into `config` (a note when the seed differs from `seed`).
+// stream position and data seed into `config` (a note when the seed differs from `seed`). The
+// snapshot is a single-node run's checkpoint (or a snapshot without metadata); a distributed
+// run's is refused by name.
 void resume_single_node(TrainingSession& run, const std::string& snapshot, uint64_t seed, SingleNodeRunConfig& config,
                         std::vector<std::string>& notes);
 

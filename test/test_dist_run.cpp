@@ -19,11 +19,14 @@
 
 #include "dist/ps/checkpoint_cadence.h"
 #include "dist/run/checkpoint.h"
+#include "dist/run/methods.h"
 #include "dist/run/roles.h"
 #include "dist/transport/inprocess_transport.h"
 #include "nn/net_spec.h"
 #include "nn/snapshot.h"
+#include "session/checkpoint.h"
 #include "session/exit_codes.h"
+#include "session/single_node_run.h"
 #include "test/small_net.h"
 
 using namespace rudra;
@@ -79,15 +82,15 @@ JobResult run_decentralized_job(const DistOptions& o, const Setup& base, const d
             Setup s = base;
             s.release_train_images = [] {};
             s.stop_requested = [&, r] { return r == kPsRank && stop_after >= 0 && ++asked > stop_after; };
+            const placement::Binding binding;
+            RoleContext c{o, s, t, heartbeat, protocol, sets, binding};
             if (r == kStatsRank) {
-                run_stats(o, s, t, protocol, sets, heartbeat);
-                result.codes[static_cast<size_t>(r)] = 0;
+                result.codes[static_cast<size_t>(r)] = run_stats_role(c);
                 return;
             }
             dist::InProcessSumGroup group(sums, r == kPsRank ? 0 : r - 1);
-            result.codes[static_cast<size_t>(r)] =
-                protocol.gossip() ? run_gossip_role(o, s, t, group, protocol, sets, {}, heartbeat, 1.0)
-                                  : run_allreduce_role(o, s, t, group, sets, {}, heartbeat, 1.0);
+            c.group = &group;
+            result.codes[static_cast<size_t>(r)] = method_of(protocol.kind()).learner(c);
         });
     for (auto& t : ranks) t.join();
     return result;
@@ -142,6 +145,26 @@ TEST_CASE("--checkpoint-every: due after N steps or S seconds since the last che
     CHECK(!never.due(1000000, 1e9));
 }
 
+TEST_CASE("methods: each protocol has one registry entry; an option of another method is refused naming its methods") {
+    for (const char* name : {"hardsync", "softsync", "async", "easgd", "allreduce", "gossip-pull", "gossip-push"}) {
+        const Method& m = method_of(dist::Protocol::kind_named(name));
+        CHECK(std::string(dist::Protocol::kind_name(m.kind)) == name);
+        CHECK(static_cast<bool>(m.learner));
+        CHECK((m.family == Family::Decentralized) == dist::Protocol::is_decentralized(m.kind));
+    }
+    CHECK(methods().size() == 7);
+    DistOptions o;
+    o.given = {"--tau"};
+    CHECK_NOTHROW(check_method_options(o, dist::Protocol::Kind::GossipPush));
+    CHECK_THROWS_WITH_AS(check_method_options(o, dist::Protocol::Kind::HardSync),
+                         doctest::Contains("--tau is a setting of --protocol easgd, gossip-pull and gossip-push"),
+                         std::runtime_error);
+    o.given = {"--beta"};
+    CHECK_THROWS_WITH_AS(check_method_options(o, dist::Protocol::Kind::AllReduce),
+                         doctest::Contains("--beta is a setting of --protocol easgd"), std::runtime_error);
+    CHECK(method_names([](const Method& m) { return m.trees; }) == "hardsync, softsync and async");
+}
+
 TEST_CASE("all-reduce roles: a stop checkpoints where the run stood; the resumed run ends with the uninterrupted run's weights") {
     const TempDir tmp;
     const data::TrainTest sets = test::small_train_test();
@@ -170,6 +193,21 @@ TEST_CASE("all-reduce roles: a stop checkpoints where the run stood; the resumed
     CHECK(ck.epoch() == 1);
     CHECK(ck.learners() == learners);
     CHECK(epoch_lines(tmp.path / "part").size() == 1);
+    // One format for train and dist: `rudra train --resume` refuses it by name, as `rudra dist
+    // --resume` refuses a single-node run's.
+    session::TrainingSession single(setup.spec, sets, {.train_net = true, .test_net = true, .solver = true});
+    session::SingleNodeRunConfig single_config;
+    std::vector<std::string> notes;
+    CHECK_THROWS_WITH_AS(session::resume_single_node(single, ck.path, 7, single_config, notes),
+                         doctest::Contains("a distributed run's checkpoint (allreduce)"), std::runtime_error);
+    nn::Snapshot single_snapshot = ck.snapshot;
+    single_snapshot.metadata = session::checkpoint_metadata(
+        {session::kSingleNode, "end", 1, false, 0.0, {{"learners", 1}}, {{"timestamp", 9}, {"samples", 72}, {"applied", {9}}}});
+    const std::string single_path = (tmp.path / "single.rudra").string();
+    nn::write_snapshot(single_path, single_snapshot);
+    CHECK_THROWS_WITH_AS(read_dist_checkpoint(single_path), doctest::Contains("a single-node run's checkpoint"),
+                         std::runtime_error);
+    CHECK(read_any_checkpoint(single_path).timestamp() == 9);
 
     const JobResult resumed = resume_job(part, setup, sets, learners);
     CHECK(resumed.codes == std::vector<int>{0, 0, 0});

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nn/net_spec.h"
+#include "session/checkpoint.h"
 #include "session/single_node_run.h"
 #include "test/small_net.h"
 #include "test_files.h"
@@ -111,5 +112,51 @@ TEST_CASE("single node: a snapshot request writes a snapshot at that step and th
     const std::vector<nlohmann::json> snaps = events(tmp / "metrics.jsonl", "snapshot");
     REQUIRE(snaps.size() == 2);
     CHECK(snaps[0].value("iteration", -1) == 5);
+    fs::remove_all(tmp);
+}
+
+TEST_CASE("single node: snapshots are checkpoints of the one format, and a distributed run's is refused by name") {
+    const fs::path tmp = test::temp_dir("single-node-checkpoint");
+    const data::TrainTest sets = test::small_train_test();
+    train(sets, tmp, 36, "", 15);
+    const std::string path = (tmp / "small_iter_15.rudra").string();
+    const session::Checkpoint ck = session::read_checkpoint(path);
+    CHECK(ck.single_node());
+    CHECK(ck.meta.value("reason", "") == "signal");
+    CHECK(ck.timestamp() == 15);
+    CHECK(ck.samples() == 15 * 4);
+    CHECK(ck.epoch() == 15 * 4 / 48);
+    CHECK(ck.learners() == 1);
+    CHECK(ck.applied(0) == 15);
+    CHECK(!ck.meta.contains("written_at"));  // the same run writes the same bytes
+
+    // A snapshot without metadata (an older run's) reads as a single-node checkpoint at its iteration.
+    nn::Snapshot plain = ck.snapshot;
+    plain.metadata.clear();
+    nn::write_snapshot((tmp / "plain.rudra").string(), plain);
+    const session::Checkpoint old = session::read_checkpoint((tmp / "plain.rudra").string());
+    CHECK(old.single_node());
+    CHECK(old.timestamp() == 15);
+    CHECK(old.samples() == 60);
+
+    // The same weights under an all-reduce run's metadata: `rudra train --resume` refuses it.
+    session::CheckpointFacts facts;
+    facts.method = "allreduce";
+    facts.reason = "epoch";
+    facts.epoch = 1;
+    facts.settings = {{"protocol", "allreduce"}, {"learners", 2}};
+    facts.rule = {{"timestamp", 6}, {"samples", 48}, {"applied", {6, 6}}};
+    nn::Snapshot dist = ck.snapshot;
+    dist.metadata = session::checkpoint_metadata(facts);
+    nn::write_snapshot((tmp / "dist.rudra").string(), dist);
+    session::TrainingSession run(small_spec(), sets, {.train_net = true, .test_net = true, .solver = true});
+    session::SingleNodeRunConfig c;
+    std::vector<std::string> notes;
+    try {
+        session::resume_single_node(run, (tmp / "dist.rudra").string(), 7, c, notes);
+        FAIL("a distributed run's checkpoint was resumed as a single-node run");
+    } catch (const std::runtime_error& e) {
+        CHECK(std::string(e.what()).find("a distributed run's checkpoint (allreduce)") != std::string::npos);
+    }
     fs::remove_all(tmp);
 }

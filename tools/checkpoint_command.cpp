@@ -1,5 +1,6 @@
-// `rudra checkpoint FILE|DIR`: where a distributed run's checkpoint stands, as one JSON line (or
-// one field's value), for people and for batch scripts that decide whether a slot made progress.
+// `rudra checkpoint FILE|DIR`: where a run's checkpoint stands (a distributed run's, or a snapshot
+// of `rudra train`: one format, session/checkpoint.h), as one JSON line (or one field's value),
+// for people and for batch scripts that decide whether a slot made progress.
 #include <cstdio>
 #include <stdexcept>
 
@@ -11,7 +12,7 @@
 namespace rudra::tools {
 
 int run_checkpoint(const CheckpointOptions& o) {
-    const dist::run::DistCheckpoint ck = dist::run::read_dist_checkpoint(o.path);
+    const session::Checkpoint ck = dist::run::read_any_checkpoint(o.path);
     const nlohmann::ordered_json info{{"path", ck.path},
                                       {"reason", ck.meta.value("reason", std::string())},
                                       {"written_at", ck.meta.value("written_at", std::string())},
@@ -19,7 +20,7 @@ int run_checkpoint(const CheckpointOptions& o) {
                                       {"learners", ck.learners()},
                                       {"epoch", ck.epoch()},
                                       {"samples", ck.samples()},
-                                      {"updates", ck.meta.at("rule").value("timestamp", int64_t{0})},
+                                      {"updates", ck.timestamp()},
                                       {"elapsed_s", ck.elapsed_s()}};
     if (o.field.empty()) {
         std::printf("%s\n", info.dump().c_str());

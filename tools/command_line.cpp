@@ -70,7 +70,7 @@ void add_train(CLI::App& app, TrainOptions& train, int& threads) {
         ->check(checks::kPositiveInt);
     t->add_option("--seed", train.seed, "random seed for initialisation and sampling")->check(checks::kNonNegativeInteger);
     t->add_option("-o,--output", train.output, "directory for metrics.jsonl and snapshots")->capture_default_str();
-    t->add_option("--resume", train.resume, "continue from this snapshot")->check(CLI::ExistingFile);
+    t->add_option("--resume", train.resume, "continue from this snapshot of a rudra train run (its weights, solver history and data position)")->check(CLI::ExistingFile);
     t->add_flag("--overwrite", train.overwrite,
                 "replace the files of another run in the output directory (without it, a new run refuses them)");
     t->add_option("-t,--threads", threads, "OpenMP threads (default: all cores)")->check(checks::kPositiveInt);
@@ -321,7 +321,7 @@ void add_dist(CLI::App& app, DistOptions& dist) {
 }
 
 void add_checkpoint(CLI::App& app, CheckpointOptions& checkpoint) {
-    auto* c = app.add_subcommand("checkpoint", "where a distributed run's checkpoint stands (epoch, samples, updates...), "
+    auto* c = app.add_subcommand("checkpoint", "where a run's checkpoint stands (epoch, samples, updates...; rudra dist's, or a rudra train snapshot), "
                                                "as one JSON line");
     c->add_option("path", checkpoint.path, "a checkpoint, or the output directory of a run")
         ->required()

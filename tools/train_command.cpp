@@ -67,6 +67,9 @@ int run_train(const TrainOptions& o) {
     rc.on_io_thread_start = binding.helper_thread;
     rc.stop_requested = session::stop_requested;
     rc.snapshot_requested = session::take_checkpoint_request;
+    rc.settings = {{"solver", o.solver},          {"data", o.data.dir},   {"format", o.data.format},
+                   {"train_limit", o.data.train_limit}, {"test_limit", o.data.test_limit}, {"batch", batch},
+                   {"max_iter", max_iter},        {"seed", spec.seed},   {"learners", 1}};
     if (!o.resume.empty()) session::resume_single_node(run, o.resume, spec.seed, rc, notes);
 
     // From here on a stop signal ends the run with a snapshot instead of killing it: the loop

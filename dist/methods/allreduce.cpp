@@ -8,7 +8,6 @@
 #include "dist/ps/learner.h"
 #include "dist/transport/messages.h"
 #include "dist/transport/timeline.h"
-#include "dist/transport/traffic.h"
 
 namespace rudra::dist {
 
@@ -94,7 +93,7 @@ public:
           per_step_(cfg.batch * lambda_), total_(cfg.samples_per_epoch * cfg.epochs),
           scale_(1.0f / static_cast<float>(lambda_)), buckets_(work.final_after, cfg.bucket_floats),
           started_(Clock::now()), watch_(cfg.silent_peer, "allreduce"), keep_waiting_(watch_.keep_waiting()),
-          reports_(t, cfg.stats_rank, cfg.report_every), samples_(cfg.start_samples),
+          reports_(t, cfg.stats_rank, cfg.report_every), stats_(t, cfg.stats_rank, &group), samples_(cfg.start_samples),
           epoch_(samples_ / cfg.samples_per_epoch), checkpoints_(cfg.checkpoint_every) {
         reports_.count_sums(&group);
     }
@@ -118,16 +117,13 @@ public:
             sum_.stopped = samples_ < total_;
             if (root_ && sum_.stopped) {
                 if (cfg_.checkpoint) cfg_.checkpoint("signal", sum_.steps, samples_, elapsed());
-                const RunEnd end{kEndSignal, epoch_, sum_.steps, elapsed()};
-                t_.send(cfg_.stats_rank, kRunEnd, &end, sizeof end);
+                stats_.stopped(epoch_, sum_.steps, elapsed());
             }
-            if (root_ && !await_stats_server(t_, cfg_.stats_rank, epochs_sent_, keep_waiting_)) throw watch_.gone();
+            if (root_ && !stats_.await_done(keep_waiting_)) throw watch_.gone();
         } catch (const PeerError& e) {
             // A lost peer, named by a wait that gave up or by the transport (a send to a dead rank):
             // the first learner has the statistics server log it and the run's end.
-            if (root_)
-                report_lost_peer(t_, cfg_.stats_rank, watch_.lost(e), lambda_ - 1, epoch_, cfg_.start_steps + sum_.steps,
-                                 elapsed());
+            if (root_) stats_.lost_peer(watch_.lost(e), lambda_ - 1, epoch_, cfg_.start_steps + sum_.steps, elapsed());
             throw;
         }
         return sum_;
@@ -139,31 +135,23 @@ private:
     // One step: the stop requests summed with the gradients, the averaged gradient applied
     // alike on every learner. Returns the sum of the stop requests.
     float step() {
-        const auto t0 = Clock::now();
         float stop = cfg_.stop_requested && cfg_.stop_requested() ? 1.0f : 0.0f;
         group_.start(&stop, 1);
         const auto send = [&](FloatRange r) { group_.start(work_.gradients + r.first, r.second - r.first); };
-        double loss;
-        {
-            const Span span(cfg_.timeline, "compute (sums start as layers end)");
-            loss = work_.compute([&](size_t layer) {
+        const double loss = timed(cfg_.timeline, "compute (sums start as layers end)", sum_.compute_s, [&] {
+            const double l = work_.compute([&](size_t layer) {
                 buckets_.layer_done(layer, send);
                 group_.progress();
             });
             buckets_.flush(send);
-        }
-        const auto t1 = Clock::now();
-        {
-            const Span span(cfg_.timeline, "wait for sums");
-            if (!group_.wait_all(keep_waiting_)) throw watch_.gone();
-        }
-        const auto t2 = Clock::now();
+            return l;
+        });
+        const bool summed = timed(cfg_.timeline, "wait for sums", sum_.wait_s, [&] { return group_.wait_all(keep_waiting_); });
+        if (!summed) throw watch_.gone();
         for (size_t i = 0; i < work_.param_floats; ++i) work_.gradients[i] *= scale_;
         work_.apply(sum_.steps);
         ++sum_.steps;
         samples_ += per_step_;
-        sum_.compute_s += seconds_between(t0, t1);
-        sum_.wait_s += seconds_between(t1, t2);
         reports_.minibatch_done(loss, sum_.steps, sum_.compute_s, sum_.wait_s, samples_ >= total_ || stop != 0.0f);
         return stop;
     }
@@ -197,10 +185,7 @@ private:
         h.elapsed_s = elapsed();
         h.final = samples_ >= total_ ? 1 : 0;
         h.replay = replay ? 1 : 0;
-        h.traffic = traffic_report(t_, &group_);
-        pack(out_, h, work_.weights(), work_.param_floats);
-        t_.send(cfg_.stats_rank, kEpochWeights, out_.data(), out_.size());
-        ++epochs_sent_;
+        stats_.send_epoch(h, work_.weights(), work_.param_floats);
     }
 
     Transport& t_;
@@ -216,10 +201,10 @@ private:
     PeerWatch watch_;
     const KeepWaiting keep_waiting_;
     StatsReporter reports_;
-    int64_t samples_, epoch_, epochs_sent_ = 0;
+    StatsLink stats_;
+    int64_t samples_, epoch_;
     CheckpointCadence checkpoints_;
     AllreduceSummary sum_;
-    std::vector<char> out_;
 };
 
 }  // namespace
@@ -228,24 +213,6 @@ AllreduceSummary run_allreduce_learner(Transport& t, SumGroup& group, const Allr
                                        const AllreduceWork& work) {
     if (cfg.batch <= 0 || cfg.samples_per_epoch <= 0) throw std::logic_error("allreduce: batch and epoch size needed");
     return AllreduceLearner(t, group, cfg, work).run();
-}
-
-void report_lost_peer(Transport& t, int stats_rank, const SilentPeer& lost, int live_learners, int64_t epoch,
-                      int64_t steps, double elapsed_s) {
-    if (lost.rank == stats_rank || lost.rank < 0) return;
-    std::vector<char> out;
-    pack(out, LearnerLost{lost.rank, elapsed_s, lost.silent_s, live_learners, 1});
-    t.send(stats_rank, kLearnerLost, out.data(), out.size());
-    pack(out, RunEnd{kEndLearnerLost, epoch, steps, elapsed_s});
-    t.send(stats_rank, kRunEnd, out.data(), out.size());
-}
-
-// Received by tag: a receive of any tag could take a heartbeat from the heartbeat thread.
-bool await_stats_server(Transport& t, int stats_rank, int64_t epochs_sent, const KeepWaiting& keep_waiting) {
-    std::vector<char> in;
-    for (int64_t e = 0; e <= epochs_sent; ++e)
-        if (!t.recv_while(stats_rank, e < epochs_sent ? kEpochLogged : kStatsDone, in, keep_waiting)) return false;
-    return true;
 }
 
 }  // namespace rudra::dist

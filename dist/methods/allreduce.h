@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "dist/ps/checkpoint_cadence.h"
+#include "dist/methods/decentralized.h"
 #include "dist/transport/sum_group.h"
 #include "dist/transport/transport.h"
 #include "nn/net.h"
@@ -46,48 +47,6 @@ std::vector<std::vector<FloatRange>> final_gradients_by_layer(const nn::Net& net
 // member must call it). The all-reduce learners check it at each epoch boundary.
 bool models_agree(SumGroup& group, const float* weights, size_t n, const KeepWaiting& keep_waiting = {});
 
-// The first learner of a decentralized run, at its end: the statistics server acknowledges each
-// of the `epochs_sent` epochs, then says it is done. False when keep_waiting said stop first.
-bool await_stats_server(Transport& transport, int stats_rank, int64_t epochs_sent, const KeepWaiting& keep_waiting);
-
-// A rank silent longer than the peer timeout (dead or stopped), and for how long; rank -1: none.
-struct SilentPeer {
-    int rank = -1;
-    double silent_s = 0.0;
-};
-
-// The waits of a decentralized learner: keep_waiting() asks `silent_peer` (see AllreduceConfig)
-// and remembers the rank it names; gone() is the error that then ends the run.
-class PeerWatch {
-public:
-    PeerWatch(std::function<SilentPeer()> silent_peer, std::string method)
-        : silent_peer_(std::move(silent_peer)), method_(std::move(method)) {}
-    KeepWaiting keep_waiting() {
-        return [this] {
-            if (silent_peer_) lost_ = silent_peer_();
-            return lost_.rank < 0;
-        };
-    }
-    // The peer behind `e`: the one a wait gave up on, or the one the transport named (a send to a
-    // dead rank fails before the peer timeout).
-    SilentPeer lost(const PeerError& e) const { return lost_.rank >= 0 ? lost_ : SilentPeer{e.peer(), 0.0}; }
-    PeerError gone() const {
-        return PeerError(lost_.rank, method_ + ": rank " + std::to_string(lost_.rank) +
-                                         " stopped answering (silent longer than the peer timeout); " + method_ +
-                                         " cannot go on without it");
-    }
-
-private:
-    std::function<SilentPeer()> silent_peer_;
-    std::string method_;
-    SilentPeer lost_;
-};
-
-// The first learner of a decentralized run, when a peer is lost: the statistics server (unless it
-// is the lost one) logs the loss and the run's end, as it does for the PS protocols' learners.
-void report_lost_peer(Transport& transport, int stats_rank, const SilentPeer& lost, int live_learners, int64_t epoch,
-                      int64_t steps, double elapsed_s);
-
 struct AllreduceWork {
     size_t param_floats = 0;
     float* gradients = nullptr;
@@ -99,31 +58,16 @@ struct AllreduceWork {
     std::function<const float*()> weights;         // the model, for the statistics server
 };
 
-struct AllreduceConfig {
-    int stats_rank = 1;
-    int64_t batch = 0;              // each learner's mini-batch
-    int64_t samples_per_epoch = 0;  // the training set
-    int64_t epochs = 1;             // the total, counting those before start_samples
-    int64_t start_samples = 0;      // a warm-started or resumed run's samples so far
-    int64_t start_steps = 0;        // a resumed run's steps so far: the epoch lines count on from them
-    double elapsed_offset_s = 0.0;  // a resumed run's time so far
-    // Resumed at an epoch boundary: learner 0 sends that epoch's weights again first (marked as a
-    // replay; the statistics server logs them only if its metrics lack that epoch).
-    bool replay_epoch = false;
+// stop_requested's answers are summed with each step's gradients, so that the learners stop
+// together after the same step.
+struct AllreduceConfig : DecentralizedConfig {
+    int64_t start_samples = 0;       // a warm-started or resumed run's samples so far
     size_t bucket_floats = 1 << 18;  // 1 MiB buckets
-    int report_every = 10;           // steps between loss reports to the statistics server
-    // A rank that has been silent too long (dead or stopped), or -1: asked while waiting, so that
-    // a lost learner ends the job with its name instead of hanging it. Empty: never asked.
-    std::function<SilentPeer()> silent_peer;
-    // Asked on every learner before each step; its answers are summed with the step's gradients,
-    // so that the learners stop together after the same step when any of them says true.
-    std::function<bool()> stop_requested;
     // Learner 0, after each epoch's weights have gone to the statistics server, every
     // checkpoint_every (steps or seconds; 0: never), and when the run stops
     // early: the learners' common state is a checkpoint (reason "epoch", "periodic" or "signal").
     // Learner 0 alone decides: every learner holds the same weights and solver history.
     CheckpointEvery checkpoint_every;
-    Timeline* timeline = nullptr;  // --timeline: compute and wait spans
     std::function<void(const std::string& reason, int64_t steps, int64_t samples, double elapsed_s)> checkpoint;
 };
 

@@ -29,13 +29,7 @@ LearnerSummary run_easgd_learner(Transport& t, const EasgdConfig& cfg, const Loc
     while (!pulled.stop) {
         double loss_sum = 0.0;
         for (int k = 0; k < cfg.tau; ++k) {
-            t0 = Clock::now();
-            double loss;
-            {
-                const Span span(cfg.timeline, "compute");
-                loss = work.step();
-            }
-            sum.compute_s += seconds_since(t0);
+            const double loss = timed(cfg.timeline, "compute", sum.compute_s, work.step);
             loss_sum += loss;
             reports.minibatch_done(loss, ++sum.minibatches, sum.compute_s, sum.wait_s);
         }

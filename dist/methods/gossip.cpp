@@ -15,7 +15,6 @@
 #include "dist/ps/learner.h"
 #include "dist/transport/messages.h"
 #include "dist/transport/timeline.h"
-#include "dist/transport/traffic.h"
 
 namespace rudra::dist {
 namespace {
@@ -142,7 +141,8 @@ public:
           before_(cfg.start_steps + cfg.start_partial),
           peer_alive_([silent = cfg.silent_peer](int rank) { return !silent || silent().rank != rank; }),
           exchange_(t, cfg.mode, n_, peer_alive_), sent_to_(static_cast<size_t>(lambda_), 0), avg_(n_), counts_(2 * static_cast<size_t>(lambda_) + 1),
-          reports_(t, cfg.stats_rank, cfg.report_every), root_(me_ == 0), started_(Clock::now()) {
+          reports_(t, cfg.stats_rank, cfg.report_every), stats_(t, cfg.stats_rank, &group), root_(me_ == 0),
+          started_(Clock::now()) {
         for (int64_t e = 0; e < before_ / cfg.tau; ++e) pick_(rng_);  // the choices made before a resume
         sum_.epoch = cfg.first_epoch;
         boundary_steps_ = cfg.start_steps;
@@ -161,12 +161,11 @@ public:
             }
             exchange_.stop(pushes_to_take());
             sum_.average = std::move(avg_);
-            if (root_ && !await_stats_server(t_, cfg_.stats_rank, epochs_sent_, keep_waiting_)) throw watch_.gone();
+            if (root_ && !stats_.await_done(keep_waiting_)) throw watch_.gone();
         } catch (const PeerError& e) {
             // A lost peer, named by a wait that gave up or by the transport (a send to a dead rank):
             // the first learner has the statistics server log it and the run's end.
-            if (root_)
-                report_lost_peer(t_, cfg_.stats_rank, watch_.lost(e), lambda_ - 1, sum_.epoch, before_ + sum_.steps, elapsed());
+            if (root_) stats_.lost_peer(watch_.lost(e), lambda_ - 1, sum_.epoch, before_ + sum_.steps, elapsed());
             throw;
         }
         return std::move(sum_);
@@ -180,13 +179,7 @@ private:
     bool local_steps(int64_t epoch, int64_t& k) {
         for (; k < steps_per_epoch_; ++k) {
             if (cfg_.stop_requested && cfg_.stop_requested()) return true;
-            const auto t0 = Clock::now();
-            double loss;
-            {
-                const Span span(cfg_.timeline, "compute");
-                loss = work_.step();
-            }
-            sum_.compute_s += seconds_since(t0);
+            const double loss = timed(cfg_.timeline, "compute", sum_.compute_s, work_.step);
             if (auto bad = exchange_.failure()) throw *bad;
             exchange_.publish(w_);
             ++sum_.steps;
@@ -277,10 +270,7 @@ private:
                 for (int j = 0; j < lambda_; ++j) taken[static_cast<size_t>(j)] += into[static_cast<size_t>(j)];
             cfg_.checkpoint(sum_.stopped ? "signal" : "epoch", avg_.data(), boundary_steps_, taken, samples, elapsed());
         }
-        if (sum_.stopped) {
-            const RunEnd end{kEndSignal, sum_.epoch, boundary_steps_, elapsed()};
-            t_.send(cfg_.stats_rank, kRunEnd, &end, sizeof end);
-        }
+        if (sum_.stopped) stats_.stopped(sum_.epoch, boundary_steps_, elapsed());
     }
 
     void send_epoch(int64_t epoch, double spread, bool replay) {
@@ -291,12 +281,9 @@ private:
         h.elapsed_s = elapsed();
         h.final = epoch == cfg_.epochs ? 1 : 0;
         h.replay = replay ? 1 : 0;
-        h.traffic = traffic_report(t_, &group_);
         h.has_spread = replay ? 0 : 1;
         h.spread = spread;
-        pack(out_, h, replay ? w_ : avg_.data(), n_);
-        t_.send(cfg_.stats_rank, kEpochWeights, out_.data(), out_.size());
-        ++epochs_sent_;
+        stats_.send_epoch(h, replay ? w_ : avg_.data(), n_);
     }
 
     // Push: how many models this learner must still take before its serving thread stops (the
@@ -330,8 +317,8 @@ private:
     GossipSummary sum_;
     int64_t boundary_steps_ = 0;  // each learner's steps at the last completed epoch
     StatsReporter reports_;
+    StatsLink stats_;
     const bool root_;
-    int64_t epochs_sent_ = 0;
     const Clock::time_point started_;
 };
 

@@ -30,27 +30,16 @@ namespace rudra::dist {
 
 enum class GossipMode { Pull, Push };
 
-struct GossipConfig {
+// stop_requested, asked before each local step: true ends this learner's epoch there; then the
+// learners meet, and all stop when any of them was asked. start_steps: each learner's local steps
+// at the start of epoch first_epoch + 1.
+struct GossipConfig : DecentralizedConfig {
     GossipMode mode = GossipMode::Pull;
     int tau = 1;                     // local steps between exchanges
     uint64_t seed = 1;               // peer choices: each learner draws from seed and its index
     std::vector<int> learner_ranks;  // the rank of each member of the sum group, by index
-    int stats_rank = 1;
-    int64_t batch = 0;               // each learner's mini-batch
-    int64_t samples_per_epoch = 0;
-    int64_t epochs = 1;              // the total, counting first_epoch
     int64_t first_epoch = 0;         // epochs done before this run (a warm start's or a checkpoint's)
-    int64_t start_steps = 0;         // each learner's local steps at the start of epoch first_epoch + 1
     int64_t start_partial = 0;       // this learner's steps already taken into that epoch (resumed)
-    double elapsed_offset_s = 0.0;   // a resumed run's time so far
-    // Resumed: the first learner sends the checkpoint's epoch again first (logged only if missing).
-    bool replay_epoch = false;
-    int report_every = 10;           // local steps between loss reports
-    std::function<SilentPeer()> silent_peer;  // as AllreduceConfig's
-    Timeline* timeline = nullptr;             // --timeline: compute, exchange and epoch-sum spans
-    // Asked on every learner before each local step: true ends its epoch there; then the learners
-    // meet, and all stop when any of them was asked.
-    std::function<bool()> stop_requested;
     // The first learner, at each epoch boundary before the last ("epoch") and when stopping
     // ("signal"): the learners' average is a checkpoint. `steps`: each learner's at the last
     // boundary; `taken`: each learner's total (more than `steps` when stopped within an epoch);

@@ -376,13 +376,8 @@ LearnerSummary run_learner(Transport& t, const LearnerConfig& cfg, const Learner
             }
             if (sync.stop) break;
             lock.unlock();
-            const auto t0 = Clock::now();
-            double loss;
-            {
-                const Span span(cfg.timeline, "compute");
-                loss = work.compute();
-            }
-            const double spent = seconds_since(t0);
+            double spent = 0.0;
+            const double loss = timed(cfg.timeline, "compute", spent, work.compute);
             lock.lock();
             summary.compute_s += spent;
             wait(lock, "wait for push", [&] { return push.idle() || sync.stop; });

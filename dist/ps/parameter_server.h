@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "dist/ps/checkpoint_cadence.h"
+#include "dist/ps/run_common.h"
 #include "dist/ps/receive_ahead.h"
 #include "dist/ps/update_rule.h"
 #include "dist/ps/weight_broadcast.h"
@@ -27,7 +28,7 @@ namespace rudra::dist {
 
 class Timeline;
 
-struct PsConfig {
+struct PsConfig : RunCommon {
     std::vector<int> learner_ranks;  // a learner's index (counts, clocks, checkpoints) is its place here
     // Rudra-adv: the leaf parameter servers that talk to this one, each with the learners below
     // it; they send sums of gradients (kGradientSum). Empty: the learners talk to the PS.
@@ -41,21 +42,13 @@ struct PsConfig {
     // run as under hardsync: the learners below it in the tree would get no more weights. The
     // stop goes to every learner directly, so that a lost learner never keeps it from the others.
     std::vector<int> broadcast_children;
-    int stats_rank = 1;
-    int64_t samples_per_epoch = 0;  // an epoch: gradients covering the training set once
-    int epochs = 1;
     double peer_timeout_s = kDefaultPeerTimeoutS;   // silence after which a learner or the statistics server is lost
     // Periodic checkpoints (0: none), besides those at every epoch boundary and on request.
     CheckpointEvery checkpoint_every;
-    double elapsed_offset_s = 0.0;  // a resumed run's time before this start
-    // A resumed run whose checkpoint lies on an epoch boundary sends that epoch's weights again,
-    // in case the statistics server had not logged it before the run stopped.
-    bool replay_epoch = false;
     // A thread of its own receives the next message while the PS handles the last one
     // (dist/ps/receive_ahead.h); off: the PS receives each message itself once it is free. Off by
     // default: no gain was measured on 2 cores, and it changes the PS's timing.
     bool receive_ahead = false;
-    Timeline* timeline = nullptr;  // --timeline: gradient, update and reply spans
 };
 
 // What the PS asks of the process that runs it.

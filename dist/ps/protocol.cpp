@@ -29,6 +29,12 @@ Protocol::Kind Protocol::kind_named(const std::string& name) {
     throw std::runtime_error("unknown protocol '" + name + "' (" + choices + ")");
 }
 
+const char* Protocol::kind_name(Kind kind) {
+    for (const NamedKind& k : kNames)
+        if (k.kind == kind) return k.name;
+    return "?";
+}
+
 Protocol Protocol::parse(const std::string& name, int learners, int n) {
     const Kind kind = kind_named(name);
     if (learners < 1) throw std::runtime_error("no learners: start at least 3 ranks (PS, statistics server, learners)");

@@ -35,6 +35,7 @@ public:
     // The kind a name gives, before the learners are known (what the options allow depends on
     // it); throws naming the choices. The names are written here once.
     static Kind kind_named(const std::string& name);
+    static const char* kind_name(Kind kind);  // the command line's name ("softsync")
     static bool is_gossip(Kind k) { return k == Kind::GossipPull || k == Kind::GossipPush; }
     // All-reduce and gossip run without a parameter server: rank 0 is a learner.
     static bool is_decentralized(Kind k) { return k == Kind::AllReduce || is_gossip(k); }

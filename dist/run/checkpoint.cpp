@@ -13,62 +13,51 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Everything a resumed run reads from the metadata is checked here, so that a checkpoint is
-// refused with its name, not later by a rank that trusted it.
-DistCheckpoint from_snapshot(nn::Snapshot snapshot, const std::string& path) {
-    DistCheckpoint ck;
-    ck.path = path;
-    ck.snapshot = std::move(snapshot);
+// A single-node run's checkpoint, or a snapshot without metadata, is refused by name; the PS
+// protocols keep their update rule's whole state, checked here; all-reduce and gossip only their
+// counters (timestamp, samples, applied), which session::read_checkpoint checks.
+void check_dist_rule(const DistCheckpoint& ck) {
     if (ck.snapshot.metadata.empty())
-        throw std::runtime_error(ck.path + ": a plain snapshot, not a distributed run's checkpoint (use --warm-start)");
+        throw std::runtime_error("a plain snapshot, not a distributed run's checkpoint (use --warm-start)");
+    if (ck.single_node())
+        throw std::runtime_error("a single-node run's checkpoint, not a distributed run's (resume it with rudra train "
+                                 "--resume, or start a distributed run from its weights with --warm-start)");
+    const std::string protocol = ck.meta.at("settings").value("protocol", std::string());
     try {
-        ck.meta = nlohmann::json::parse(ck.snapshot.metadata);
-        if (!ck.meta.is_object() || ck.meta.value("format", std::string()) != "rudra dist checkpoint")
-            throw std::runtime_error("not a rudra dist checkpoint's metadata");
-        for (const auto* field : {&ck.meta.at("epoch"), &ck.meta.at("rule").at("samples"), &ck.meta.at("settings").at("learners")})
-            if (!field->is_number_integer()) throw std::runtime_error(field->dump() + " where an integer belongs");
-        if (!ck.meta.at("elapsed_s").is_number()) throw std::runtime_error("'elapsed_s' is not a number");
-        if (ck.epoch() < 0 || ck.samples() < 0 || !(ck.elapsed_s() >= 0) || ck.learners() < 1)
-            throw std::runtime_error("a negative epoch, sample count or time, or no learner");
-        for (const auto& a : ck.meta.at("rule").at("applied"))
-            if (!a.is_number_integer() || a.get<int64_t>() < 0)
-                throw std::runtime_error("a learner's count of gradients is " + a.dump());
-        if (!ck.meta.at("settings").is_object()) throw std::runtime_error("'settings' is not an object");
-        for (const char* text : {"reason", "written_at", "protocol"})
-            if (ck.meta.contains(text) && !ck.meta[text].is_string())
-                throw std::runtime_error(std::string("'") + text + "' is not text");
-        // The PS protocols keep their update rule's whole state; all-reduce and gossip only their
-        // counters (timestamp, samples, applied), checked above.
-        const std::string protocol = ck.meta.at("settings").value("protocol", std::string());
         if (protocol.empty() || !dist::Protocol::is_decentralized(dist::Protocol::kind_named(protocol)))
             dist::UpdateRule::check_state(ck.meta.at("rule"));
-        else if (!ck.meta.at("rule").at("timestamp").is_number_integer())
-            throw std::runtime_error("'timestamp' is not an integer");
     } catch (const std::exception& e) {
-        throw std::runtime_error(ck.path + ": checkpoint metadata unusable: " + e.what());
+        throw std::runtime_error(std::string("checkpoint metadata unusable: ") + e.what());
     }
-    return ck;
 }
 
 }  // namespace
 
-int64_t DistCheckpoint::applied(int index) const {
-    const auto& a = meta.at("rule").at("applied");
-    return index >= 0 && static_cast<size_t>(index) < a.size() ? a[static_cast<size_t>(index)].get<int64_t>() : 0;
-}
-
 std::string checkpoint_path(const std::string& output_dir) { return (fs::path(output_dir) / "checkpoint.rudra").string(); }
 
-DistCheckpoint read_dist_checkpoint(const std::string& file_or_dir) {
+std::string final_snapshot_path(const std::string& output_dir) { return (fs::path(output_dir) / "final.rudra").string(); }
+
+namespace {
+
+std::string existing_checkpoint(const std::string& file_or_dir) {
     const std::string path = fs::is_directory(file_or_dir) ? checkpoint_path(file_or_dir) : file_or_dir;
     if (!fs::exists(path))
         throw std::runtime_error(path + ": no checkpoint there (a distributed run writes OUTDIR/checkpoint.rudra)");
-    DistCheckpoint ck = from_snapshot(nn::read_snapshot(path), path);
-    return ck;
+    return path;
+}
+
+}  // namespace
+
+DistCheckpoint read_dist_checkpoint(const std::string& file_or_dir) {
+    return session::read_checkpoint(existing_checkpoint(file_or_dir), check_dist_rule);
+}
+
+session::Checkpoint read_any_checkpoint(const std::string& file_or_dir) {
+    return session::read_checkpoint(existing_checkpoint(file_or_dir));
 }
 
 DistCheckpoint parse_dist_checkpoint(const std::string& bytes, const std::string& path) {
-    return from_snapshot(nn::parse_snapshot(bytes, path), path);
+    return session::parse_checkpoint(bytes, path, check_dist_rule);
 }
 
 nlohmann::ordered_json run_settings(const DistOptions& o, int learners) {

@@ -1,39 +1,33 @@
-// A distributed run's checkpoint: a snapshot (weights, solver history) whose metadata holds what
-// else the run needs to go on: its settings, the epochs and time so far, and the update rule's
-// counters and statistics (timestamp, samples, staleness histograms and vector clocks, and each
-// learner's position in its sample stream). The parameter server writes it; every rank of a
-// resumed run reads it.
+// A distributed run's checkpoint (session/checkpoint.h): its settings, the epochs and time so far,
+// and the update rule's counters and statistics (timestamp, samples, staleness histograms and
+// vector clocks, and each learner's position in its sample stream). Rank 0 writes it; every rank
+// of a resumed run reads it.
 #pragma once
 #include <cstdint>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
-#include "nn/snapshot.h"
+#include "session/checkpoint.h"
 #include "dist/run/options.h"
 
 namespace rudra::dist::run {
 
-struct DistCheckpoint {
-    std::string path;
-    nn::Snapshot snapshot;
-    nlohmann::json meta;
-
-    int64_t epoch() const { return meta.at("epoch").get<int64_t>(); }
-    int64_t samples() const { return meta.at("rule").at("samples").get<int64_t>(); }
-    double elapsed_s() const { return meta.at("elapsed_s").get<double>(); }
-    int learners() const { return meta.at("settings").at("learners").get<int>(); }
-    // Gradients of learner `index` in the checkpoint's updates (0 for a learner it did not have).
-    int64_t applied(int index) const;
-};
+// The checkpoint format is the single-node run's too (session/checkpoint.h); a distributed run
+// resumes only a distributed run's.
+using DistCheckpoint = session::Checkpoint;
 
 // DIR/checkpoint.rudra
 std::string checkpoint_path(const std::string& output_dir);
+// DIR/final.rudra: the model at a finished run's end.
+std::string final_snapshot_path(const std::string& output_dir);
 
 // `file_or_dir`: a checkpoint, or an output directory holding checkpoint.rudra. Throws naming
 // the file and the problem (missing, corrupt, not a distributed run's checkpoint).
 DistCheckpoint read_dist_checkpoint(const std::string& file_or_dir);
-// The same from the file's bytes; `path` names them in errors.
+// The same, for a checkpoint of any run (a single-node run's snapshots included).
+session::Checkpoint read_any_checkpoint(const std::string& file_or_dir);
+// The same as read_dist_checkpoint from the file's bytes; `path` names them in errors.
 DistCheckpoint parse_dist_checkpoint(const std::string& bytes, const std::string& path);
 
 // The settings that define a run, as the checkpoint keeps them.

@@ -16,46 +16,35 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <thread>
 
-#include "data/batch_stream.h"
-
 #include "base/clock.h"
-#include "dist/methods/allreduce.h"
-#include "dist/methods/easgd.h"
-#include "dist/ps/learner.h"
-#include "dist/ps/parameter_server.h"
-#include "dist/ps/stats_server.h"
 #include "dist/ps/topology.h"
-#include "dist/ps/update_rule.h"
+#include "dist/run/checkpoint.h"
+#include "dist/run/methods.h"
+#include "dist/run/options.h"
+#include "dist/run/rank_guard.h"
+#include "dist/run/roles.h"
+#include "dist/run/startup_watch.h"
 #include "dist/transport/heartbeat.h"
 #include "dist/transport/messages.h"
 #include "dist/transport/mpi_transport.h"
 #include "dist/transport/timeline.h"
 #include "kernels/sgemm/sgemm.h"
 #include "nn/atomic_file.h"
-#include "nn/snapshot.h"
 #include "placement/binding.h"
-#include "session/metrics_log.h"
+#include "session/exit_codes.h"
 #include "session/run_folder.h"
 #include "session/stop_signals.h"
 #include "session/training_session.h"
-#include "dist/run/options.h"
-#include "dist/run/checkpoint.h"
-#include "dist/run/roles.h"
-#include "session/exit_codes.h"
-#include "dist/run/rank_guard.h"
-#include "dist/run/startup_watch.h"
 
 namespace rudra::dist::run {
 namespace {
@@ -151,21 +140,19 @@ std::string claim_output(const DistOptions& o, const std::optional<DistCheckpoin
 
 // The settings that need no rank's help, checked on every rank (a resumed run's with the
 // checkpoint's settings applied).
-void check_settings(const DistOptions& o, dist::Protocol::Kind kind, dist::Topology topology) {
-    const bool gossip = dist::Protocol::is_gossip(kind), easgd = kind == dist::Protocol::Kind::Easgd;
+void check_settings(const DistOptions& o, const Method& method, dist::Topology topology) {
     if (o.given.count("--beta") && !(o.beta > 0 && o.beta <= 1))
         throw std::runtime_error("--beta must be in (0, 1], got " + number_text(o.beta));
-    if (o.given.count("--tau") && !easgd && !gossip)
-        throw std::runtime_error("--tau is a setting of --protocol easgd, gossip-pull and gossip-push");
-    if (o.given.count("--beta") && !easgd) throw std::runtime_error("--beta is a setting of --protocol easgd");
+    check_method_options(o, method.kind);
     if (o.solver.empty()) throw std::runtime_error("a SOLVER file is required (or --resume CHECKPOINT|OUTDIR)");
     if (!fs::is_regular_file(o.solver)) throw std::runtime_error(o.solver + ": solver file not found");
     if (!(o.peer_timeout > 0)) throw std::runtime_error("--peer-timeout must be a positive number of seconds");
     parse_checkpoint_every(o.checkpoint_every);
     if (topology != dist::Topology::Base) {
-        if (dist::Protocol::is_decentralized(kind) || easgd)
-            throw std::runtime_error("--topology " + o.topology + " is a parameter-server tree for hardsync, "
-                                     "softsync and async, not for --protocol " + o.protocol);
+        if (!method.trees)
+            throw std::runtime_error("--topology " + o.topology + " is a parameter-server tree for " +
+                                     method_names([](const Method& m) { return m.trees; }) + ", not for --protocol " +
+                                     o.protocol);
         if (o.lr_modulation == "per-gradient")
             throw std::runtime_error("--lr-modulation per-gradient weighs each gradient before the sum, and a "
                                      "leaf PS sends sums: use average or none with --topology " + o.topology);
@@ -221,58 +208,39 @@ data::TrainTest load_sets(const DistOptions& o, const Setup& s, int rank, const 
     return sets;
 }
 
-// What each rank needs to run its role, besides the transport.
-struct RankContext {
-    const DistOptions& o;
-    Setup& s;
-    dist::MpiTransport& transport;
-    dist::MpiSession& mpi;
-    dist::Heartbeat& heartbeat;
-    const dist::WaitPolicy& wait;
-    const dist::Protocol& protocol;
-    const placement::Binding& binding;
-    double straggle;
-};
-
 // A decentralized run's rank: the statistics server or a learner. No such method goes on without
 // one of its learners: when the first learner notices a lost rank (and has told the statistics
 // server), it ends the whole job, since the others may wait for the lost one forever.
-int run_decentralized_rank(const RankContext& c, const data::TrainTest& sets) {
-    const int rank = c.transport.rank();
-    dist::MpiSumGroup group(rank != kStatsRank, c.wait);  // collective: every rank builds it
-    fs::create_directories(c.o.output);
+int run_decentralized_rank(const RoleContext& role, const Method& method, const DistOptions& o, dist::MpiSession& mpi,
+                           const dist::WaitPolicy& wait) {
+    const int rank = role.transport.rank();
+    dist::MpiSumGroup group(rank != kStatsRank, wait);  // collective: every rank builds it
+    fs::create_directories(o.output);
+    RoleContext c = role;
+    c.group = &group;
     try {
-        if (rank == kStatsRank) {
-            run_stats(c.o, c.s, c.transport, c.protocol, sets, c.heartbeat);
-            return 0;
-        }
-        if (c.protocol.gossip())
-            return run_gossip_role(c.o, c.s, c.transport, group, c.protocol, sets, c.binding, c.heartbeat, c.straggle);
-        return run_allreduce_role(c.o, c.s, c.transport, group, sets, c.binding, c.heartbeat, c.straggle);
+        return rank == kStatsRank ? run_stats_role(c) : method.learner(c);
     } catch (const dist::PeerError& e) {
         if (rank != kPsRank) throw;
         const std::string who = e.peer() >= 0 ? "rank " + std::to_string(e.peer()) : std::string("a rank");
         say(c.protocol.name() + ": " + who + " lost (" + e.what() + "). The newest checkpoint is " +
-            checkpoint_path(c.o.output) + "; " + resume_hint(c.o.output) + " (with as many learners as answer)");
+            checkpoint_path(o.output) + "; " + resume_hint(o.output) + " (with as many learners as answer)");
         say(c.protocol.name() + ": ending the job with exit code " + std::to_string(session::kExitLearnerLost));
         usleep(500000);  // the statistics server logs the loss meanwhile
-        c.mpi.peer_lost();
+        mpi.peer_lost();
         dist::MpiSession::end_job(session::kExitLearnerLost);
     }
 }
 
-// This rank's role; returns its exit code.
-int run_role(const RankContext& c, const data::TrainTest& sets) {
+// This rank's role, as its method lays out the ranks; returns its exit code.
+int run_role(const RoleContext& c, const Method& method, dist::MpiSession& mpi, const dist::WaitPolicy& wait) {
     const int rank = c.transport.rank();
-    if (c.protocol.decentralized()) return run_decentralized_rank(c, sets);
+    if (method.family == Family::Decentralized) return run_decentralized_rank(c, method, c.o, mpi, wait);
     if (rank == kPsRank || rank == kStatsRank) fs::create_directories(c.o.output);
-    if (rank == kPsRank) return run_ps_role(c.o, c.s, c.transport, c.protocol, sets, c.wait, c.mpi, c.heartbeat);
-    if (rank == kStatsRank) run_stats(c.o, c.s, c.transport, c.protocol, sets, c.heartbeat);
-    else if (c.s.layout.role(rank) == dist::RankLayout::Role::Relay)
-        run_relay_role(c.o, c.s, c.transport, c.protocol, sets, c.heartbeat);
-    else
-        run_learner_role(c.o, c.s, c.transport, c.protocol, sets, c.binding, c.heartbeat, c.straggle);
-    return 0;
+    if (rank == kPsRank) return run_ps_role(c);
+    if (rank == kStatsRank) return run_stats_role(c);
+    if (c.s.layout.role(rank) == dist::RankLayout::Role::Relay) return run_relay_role(c);
+    return method.learner(c);
 }
 
 // After the role: signals take their default action again (a rank waiting in MPI_Finalize can be
@@ -280,10 +248,11 @@ int run_role(const RankContext& c, const data::TrainTest& sets) {
 // received once every rank is here. The barrier and the drain each within the peer timeout: a
 // rank that never comes, or sends fewer heartbeats than it says, is gone (MPI_Finalize would wait
 // for it). Then rank 0 merges the trace's parts. Returns the exit code.
-int finish_rank(const DistOptions& o, const RankContext& c, dist::Timeline* timeline, const std::string& run_id, int code) {
-    const int rank = c.transport.rank();
+int finish_rank(const DistOptions& o, dist::MpiTransport& transport, dist::MpiSession& mpi, dist::Heartbeat& heartbeat,
+                dist::Timeline* timeline, const std::string& run_id, int code) {
+    const int rank = transport.rank();
     const std::string parts_dir = (fs::path(o.output) / "timeline-parts").string();
-    c.heartbeat.stop();
+    heartbeat.stop();
     for (int sig : {SIGTERM, SIGINT}) std::signal(sig, SIG_DFL);
     if (timeline) {
         try {
@@ -293,13 +262,13 @@ int finish_rank(const DistOptions& o, const RankContext& c, dist::Timeline* time
         }
     }
     const auto deadline = dist::until(std::chrono::steady_clock::now() + clock_duration(o.peer_timeout));
-    if (!c.transport.barrier_while(deadline) ||
-        !c.heartbeat.drain(dist::until(std::chrono::steady_clock::now() + clock_duration(o.peer_timeout))))
-        c.mpi.peer_lost();
+    if (!transport.barrier_while(deadline) ||
+        !heartbeat.drain(dist::until(std::chrono::steady_clock::now() + clock_duration(o.peer_timeout))))
+        mpi.peer_lost();
     if (timeline && rank == kPsRank) {
         try {
-            const int parts = dist::merge_timeline_parts(o.timeline, parts_dir, run_id, c.transport.size());
-            say("timeline: " + o.timeline + " (" + std::to_string(parts) + " of " + std::to_string(c.transport.size()) +
+            const int parts = dist::merge_timeline_parts(o.timeline, parts_dir, run_id, transport.size());
+            say("timeline: " + o.timeline + " (" + std::to_string(parts) + " of " + std::to_string(transport.size()) +
                 " ranks; open it in Perfetto or chrome://tracing)");
         } catch (const nn::WriteError& e) {
             std::fprintf(stderr, "rudra dist [rank 0]: error: the trace could not be written: %s (the parts stay in %s)\n",
@@ -367,10 +336,10 @@ int run_rank(DistOptions& o, const std::chrono::steady_clock::time_point process
         resume = read_dist_checkpoint(o.resume);
         apply_checkpoint_settings(o, *resume);
     }
-    const dist::Protocol::Kind kind = dist::Protocol::kind_named(o.protocol);
+    const Method& method = method_of(dist::Protocol::kind_named(o.protocol));
     const dist::Topology topology = dist::parse_topology(o.topology);
-    check_settings(o, kind, topology);
-    const bool decentralized = dist::Protocol::is_decentralized(kind);
+    check_settings(o, method, topology);
+    const bool decentralized = method.family == Family::Decentralized;
     dist::Heartbeat heartbeat(transport, heartbeats(o, rank, transport.size(), decentralized, startup));
     const StartupWatch::HeartbeatsWatched watched =
         rank == kPsRank ? startup.watch(heartbeat, transport.size()) : StartupWatch::HeartbeatsWatched(nullptr);
@@ -419,9 +388,10 @@ int run_rank(DistOptions& o, const std::chrono::steady_clock::time_point process
     if (!s.resume && done_epochs >= o.epochs)
         throw std::runtime_error(o.warm_start + " has trained " + std::to_string(done_epochs) +
                                  " epochs already; --epochs is the total and must be larger");
-    RankContext c{o, s, transport, mpi, heartbeat, wait, protocol, binding, rank == straggler ? factor : 1.0};
-    const int code = run_role(c, sets);
-    return finish_rank(o, c, timeline.get(), run_id, code);
+    const RoleContext c{o, s, transport, heartbeat, protocol, sets, binding, rank == straggler ? factor : 1.0,
+                        nullptr, &wait, &mpi};
+    const int code = run_role(c, method, mpi, wait);
+    return finish_rank(o, transport, mpi, heartbeat, timeline.get(), run_id, code);
 }
 
 }  // namespace

@@ -101,9 +101,11 @@ int end_of_run(const DistOptions& o, const dist::PsResult& r, const dist::Stalen
 
 }  // namespace
 
-int run_ps_role(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
-                const data::TrainTest& sets, const dist::WaitPolicy& wait, dist::MpiSession& mpi,
-                dist::Heartbeat& heartbeat) {
+int run_ps_role(const RoleContext& c) {
+    const DistOptions& o = c.o;
+    const Setup& s = c.s;
+    const dist::Protocol& protocol = c.protocol;
+    const data::TrainTest& sets = c.sets;
     const int lambda = protocol.learners();
     session::SessionSpec spec = s.spec;
     spec.kernels.conv = "own";  // the PS's net only holds the parameters: no backend to choose
@@ -120,7 +122,7 @@ int run_ps_role(const DistOptions& o, const Setup& s, dist::Transport& t, const 
     dist::PsConfig pc = ps_config(o, s, static_cast<int64_t>(sets.train.size()));
 
     const std::string ck_path = checkpoint_path(o.output);
-    const std::string snap_path = (fs::path(o.output) / "final.rudra").string();
+    const std::string snap_path = final_snapshot_path(o.output);
     const std::string stale_path = (fs::path(o.output) / "staleness.json").string();
     for (const std::string& f : {ck_path, snap_path, stale_path})
         if (nn::remove_stale_tmp(f)) say("PS: removed " + f + ".tmp, left by a run that was killed while writing it");
@@ -134,7 +136,7 @@ int run_ps_role(const DistOptions& o, const Setup& s, dist::Transport& t, const 
         "rudra dist: %s, %d learners, mini-batch %d, %s, base_lr %g x %.4g, %d epochs of %lld images, "
         "wait: spin %d then sleep %d us, output %s\n",
         protocol.name().c_str(), lambda, run.batch(), learner_mode_name(o.mode), s.spec.solver.lr.base_lr, rc.base_scale,
-        o.epochs, static_cast<long long>(pc.samples_per_epoch), wait.spin, wait.sleep_us, o.output.c_str());
+        o.epochs, static_cast<long long>(pc.samples_per_epoch), c.wait->spin, c.wait->sleep_us, o.output.c_str());
     if (protocol.elastic())
         say("easgd: learners step locally with the solver's rate and exchange beta * (local - centre) every " +
             std::to_string(o.tau) + " steps, beta " + number_text(easgd_beta(o, lambda)) +
@@ -147,27 +149,30 @@ int run_ps_role(const DistOptions& o, const Setup& s, dist::Transport& t, const 
     const nlohmann::ordered_json settings = run_settings(o, lambda);
     dist::PsHooks hooks;
     hooks.checkpoint = [&](const std::string& reason) {
-        nn::Snapshot snap = run.snapshot(static_cast<uint64_t>(rule.timestamp()), static_cast<uint64_t>(rule.samples()),
-                                         s.spec.seed);
-        const int64_t epoch = rule.samples() / pc.samples_per_epoch;
-        snap.metadata = checkpoint_metadata(reason, epoch, elapsed(), protocol.name(), settings, rule.state());
-        nn::write_snapshot(ck_path, snap);
-        if (reason != "periodic" && reason != "epoch")
-            say("PS: checkpoint (" + reason + ") at update " + std::to_string(rule.timestamp()) + ", epoch " +
-                std::to_string(epoch) + ": " + ck_path);
+        session::CheckpointFacts facts;
+        facts.method = protocol.name();
+        facts.reason = reason;
+        facts.epoch = rule.samples() / pc.samples_per_epoch;
+        facts.elapsed_s = elapsed();
+        facts.settings = settings;
+        facts.rule = rule.state();
+        write_checkpoint(o.output,
+                         run.snapshot(static_cast<uint64_t>(rule.timestamp()), static_cast<uint64_t>(rule.samples()),
+                                      s.spec.seed),
+                         facts, {"PS", "update " + std::to_string(rule.timestamp())});
     };
     hooks.finished = [&] {
-        nn::write_snapshot(snap_path, run.snapshot(static_cast<uint64_t>(rule.timestamp()),
-                                                   static_cast<uint64_t>(rule.samples()), s.spec.seed));
+        write_final_snapshot(o.output, run.snapshot(static_cast<uint64_t>(rule.timestamp()),
+                                                    static_cast<uint64_t>(rule.samples()), s.spec.seed));
         rule.staleness().write_json(stale_path, protocol.name());
     };
     hooks.stop_requested = s.stop_requested;
     hooks.checkpoint_requested = s.checkpoint_requested;
     hooks.log = say;
-    hooks.heartbeat = &heartbeat;
-    dist::ParameterServer ps(t, rule, params, pc, hooks);
-    training_starts(t, s);
-    return end_of_run(o, ps.run(), rule.staleness(), {ck_path, snap_path, stale_path}, mpi);
+    hooks.heartbeat = &c.heartbeat;
+    dist::ParameterServer ps(c.transport, rule, params, pc, hooks);
+    training_starts(c.transport, s);
+    return end_of_run(o, ps.run(), rule.staleness(), {ck_path, snap_path, stale_path}, *c.mpi);
 }
 
 }  // namespace rudra::dist::run

@@ -7,20 +7,12 @@
 
 #include "base/clock.h"
 #include "dist/transport/messages.h"
+#include "nn/snapshot.h"
 
 namespace rudra::dist::run {
 
 
 namespace fs = std::filesystem;
-
-std::string utc_now() {
-    char buf[32];
-    const std::time_t now = std::time(nullptr);
-    std::tm tm{};
-    gmtime_r(&now, &tm);
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
-}
 
 void say(const std::string& line) {
     std::printf("%s\n", line.c_str());
@@ -98,17 +90,20 @@ void training_starts(dist::Transport& t, const Setup& s) {
     t.send(kStatsRank, dist::kRankStarted, &info, sizeof info);
 }
 
-std::string checkpoint_metadata(const std::string& reason, int64_t epoch, double elapsed_s, const std::string& protocol,
-                                const nlohmann::ordered_json& settings, const nlohmann::ordered_json& rule) {
-    return nlohmann::ordered_json{{"format", "rudra dist checkpoint"},
-                                  {"reason", reason},
-                                  {"written_at", utc_now()},
-                                  {"epoch", epoch},
-                                  {"elapsed_s", elapsed_s},
-                                  {"protocol", protocol},
-                                  {"settings", settings},
-                                  {"rule", rule}}
-        .dump();
+void write_checkpoint(const std::string& output, nn::Snapshot snapshot, const session::CheckpointFacts& facts,
+                      const CheckpointLine& line) {
+    snapshot.metadata = session::checkpoint_metadata(facts);
+    const std::string path = checkpoint_path(output);
+    nn::write_snapshot(path, snapshot);
+    if (facts.reason != "epoch" && facts.reason != "periodic")
+        say(line.who + ": checkpoint (" + facts.reason + ") at " + line.at + ", epoch " + std::to_string(facts.epoch) +
+            (line.partial_epoch ? " and part of the next" : "") + ": " + path);
+}
+
+std::string write_final_snapshot(const std::string& output, const nn::Snapshot& snapshot) {
+    const std::string path = final_snapshot_path(output);
+    nn::write_snapshot(path, snapshot);
+    return path;
 }
 
 std::pair<int, double> parse_straggler(const std::string& text, const std::vector<int>& learner_ranks) {

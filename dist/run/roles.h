@@ -72,13 +72,20 @@ std::pair<int, double> parse_straggler(const std::string& text, const std::vecto
 // statistics server its start-up time and resident memory.
 void training_starts(dist::Transport& t, const Setup& s);
 
-// A checkpoint's metadata, for the PS protocols and the decentralized ones alike: its format, why
-// and when it was written, where the run stood, the settings that define it, and the protocol's
-// counters ("rule": timestamp, samples, each learner's "applied"...).
-std::string checkpoint_metadata(const std::string& reason, int64_t epoch, double elapsed_s, const std::string& protocol,
-                                const nlohmann::ordered_json& settings, const nlohmann::ordered_json& rule);
+// For the line that names a checkpoint that is not routine (not "epoch" or "periodic"): who
+// writes it ("PS", or the method), where the run stood ("update 120"), and whether it stopped
+// within an epoch.
+struct CheckpointLine {
+    std::string who, at;
+    bool partial_epoch = false;
+};
+// Writes OUTDIR/checkpoint.rudra (atomically: a checkpoint is replaced only by a whole one), the
+// PS protocols' and the decentralized methods' alike.
+void write_checkpoint(const std::string& output, nn::Snapshot snapshot, const session::CheckpointFacts& facts,
+                      const CheckpointLine& line);
+// Writes OUTDIR/final.rudra, the model at the run's end; returns its path.
+std::string write_final_snapshot(const std::string& output, const nn::Snapshot& snapshot);
 
-std::string utc_now();
 void say(const std::string& line);  // a line on stdout, flushed
 // "go on with: rudra dist --resume OUTDIR": how every stop that leaves a checkpoint ends.
 std::string resume_hint(const std::string& output);
@@ -105,27 +112,60 @@ auto slowed(Compute compute, double factor) {
 dist::LocalSgdWork local_sgd_work(session::TrainingSession& run, data::Prefetcher& prefetch, double straggle,
                                   int64_t first_step = 0);
 
+// What a rank's role needs besides its options: the run's setup, its transport and heartbeat, the
+// protocol, the data, where its threads run and how much slower it computes (--straggler). The
+// MPI parts are null where a test runs the roles on the in-process transport.
+struct RoleContext {
+    const DistOptions& o;
+    const Setup& s;
+    dist::Transport& transport;
+    dist::Heartbeat& heartbeat;
+    const dist::Protocol& protocol;
+    const data::TrainTest& sets;
+    const placement::Binding& binding;
+    double straggle = 1.0;
+    dist::SumGroup* group = nullptr;         // the decentralized methods' learners: their sums
+    const dist::WaitPolicy* wait = nullptr;  // for the PS's first line
+    dist::MpiSession* mpi = nullptr;         // the PS: ends the job when a learner is lost
+};
+
 // The parameter server (rank 0 of the PS protocols); returns the exit code, or ends the job
 // when a learner is lost.
-int run_ps_role(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
-                const data::TrainTest& sets, const dist::WaitPolicy& wait, dist::MpiSession& mpi,
-                dist::Heartbeat& heartbeat);
-// The statistics server; the learner of the PS protocols (EASGD's included); the all-reduce and
-// gossip learners (the first of which returns the run's exit code).
-void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
-               const data::TrainTest& sets, dist::Heartbeat& heartbeat);
-void run_learner_role(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
-                      const data::TrainTest& sets, const placement::Binding& binding, dist::Heartbeat& heartbeat,
-                      double straggle);
+int run_ps_role(const RoleContext& c);
+// The statistics server (rank 1 of every method).
+int run_stats_role(const RoleContext& c);
 // A leaf parameter server of --topology adv (dist/ps/relay_server.h).
-void run_relay_role(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
-                    const data::TrainTest& sets, dist::Heartbeat& heartbeat);
-int run_allreduce_role(const DistOptions& o, const Setup& s, dist::Transport& t, dist::SumGroup& group,
-                       const data::TrainTest& sets, const placement::Binding& binding, dist::Heartbeat& heartbeat,
-                       double straggle);
-int run_gossip_role(const DistOptions& o, const Setup& s, dist::Transport& t, dist::SumGroup& group,
-                    const dist::Protocol& protocol, const data::TrainTest& sets, const placement::Binding& binding,
-                    dist::Heartbeat& heartbeat, double straggle);
+int run_relay_role(const RoleContext& c);
+// The learners of each method (dist/run/methods.h registers them); a decentralized method's first
+// learner returns the run's exit code.
+int run_ps_learner_role(const RoleContext& c);
+int run_easgd_role(const RoleContext& c);
+int run_allreduce_role(const RoleContext& c);
+int run_gossip_role(const RoleContext& c);
+
+// The session and sample stream of a learner of the parameter-server family. Its dropout and
+// sample streams are numbered as the ranks of base's learners (2, 3, ...), so that every topology
+// gives its learners the same samples. `auto` kernel backends are measured once for the job: the
+// first learner measures (or reads its cache) and sends its choices to the others, whose nets
+// have the same shapes. `solver`: the learner takes local steps (EASGD); `minibatches_done`: its
+// mini-batches before this run (a resumed one goes on after them).
+class PsFamilyLearner {
+public:
+    PsFamilyLearner(const RoleContext& c, bool solver, int64_t minibatches_done);
+    session::TrainingSession run;
+    data::Prefetcher prefetch;
+};
+
+// The decentralized methods' checkpoint, written by their first learner: `run`'s model (or
+// `weights`, gossip's average) and solver history, with the counters a resumed run needs (each
+// learner's mini-batches in "applied": `taken`, or `steps` for every learner).
+void write_learners_checkpoint(const RoleContext& c, const session::TrainingSession& run, const std::string& reason,
+                               int64_t steps, int64_t samples, double elapsed_s, const float* weights = nullptr,
+                               const std::vector<int64_t>& taken = {});
+// A resumed decentralized run's steps so far (0 when not resumed), its weights restored into
+// `run`; said once by the first learner.
+int64_t resumed_steps(const RoleContext& c, session::TrainingSession& run,
+                      session::TrainingSession::History history = session::TrainingSession::History::Required);
 // Rank 0 of a decentralized run hears every rank's heartbeats (the others watch rank 0 alone):
 // of the ranks silent longer than `timeout`, the one silent longest (a killed rank fell silent
 // first), or -1.

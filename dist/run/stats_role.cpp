@@ -9,8 +9,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/clock.h"
 #include "dist/ps/stats_server.h"
 #include "dist/run/display.h"
+#include "dist/run/methods.h"
 #include "nn/atomic_file.h"
 #include "session/metrics_log.h"
 
@@ -44,8 +46,12 @@ int64_t trim_metrics(const std::string& path, int64_t checkpoint_epoch) {
 
 }  // namespace
 
-void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, const dist::Protocol& protocol,
-               const data::TrainTest& sets, dist::Heartbeat& heartbeat) {
+int run_stats_role(const RoleContext& c) {
+    const DistOptions& o = c.o;
+    const Setup& s = c.s;
+    dist::Transport& t = c.transport;
+    const dist::Protocol& protocol = c.protocol;
+    const data::TrainTest& sets = c.sets;
     const int lambda = protocol.learners();
     session::TrainingSession run(s.spec, sets, {.train_net = false, .test_net = true, .solver = false});
     s.release_train_images();
@@ -75,8 +81,7 @@ void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, const d
         start["from_samples"] = s.resume->samples();
         start["checkpoint_learners"] = s.resume->learners();
     }
-    if (protocol.elastic() || protocol.gossip()) start["tau"] = o.tau;
-    if (protocol.elastic()) start["beta"] = easgd_beta(o, lambda);
+    if (const Method& m = method_of(protocol.kind()); m.record) m.record(o, lambda, start);
     if (!o.straggler.empty()) start["straggler"] = o.straggler;
     if (protocol.has_parameter_server()) start["layout"] = s.layout.to_json();
     log.write(start);
@@ -96,7 +101,7 @@ void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, const d
                         sc.start_samples);
     sc.on_epoch = [&](const nlohmann::ordered_json& line) { display.metrics_line(line); };
     sc.on_report = [&](int64_t minibatches, double loss) { display.learners_report(minibatches, loss); };
-    sc.heartbeat = &heartbeat;
+    sc.heartbeat = &c.heartbeat;
     sc.peer_timeout_s = o.peer_timeout;
     training_starts(t, s);
     dist::run_stats_server(
@@ -109,6 +114,7 @@ void run_stats(const DistOptions& o, const Setup& s, dist::Transport& t, const d
             return t;
         },
         [&](const nlohmann::ordered_json& line) { log.write(line); });
+    return 0;
 }
 
 }  // namespace rudra::dist::run

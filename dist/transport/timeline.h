@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
+
 namespace rudra::dist {
 
 // The rows of a rank in the trace: one per thread that records.
@@ -62,6 +64,16 @@ private:
     int peer_;
     Timeline::Clock::time_point begin_{};
 };
+
+// f() recorded as a span named `name`, its seconds added to `seconds`; returns what f returns.
+template <class F>
+auto timed(Timeline* timeline, const char* name, double& seconds, F&& f) {
+    const auto t0 = SteadyClock::now();
+    const Span span(timeline, name);
+    auto result = f();
+    seconds += seconds_since(t0);
+    return result;
+}
 
 // The part file of `rank` of run `run_id`, in the run's folder of parts; and the merge of the
 // run's parts (those present) into `path` as {"traceEvents": [...]}, removing them. Returns the
