@@ -10,6 +10,7 @@ packages=(
   doctest-dev libcli11-dev nlohmann-json3-dev zlib1g-dev liblmdb-dev libjpeg62-turbo-dev libpng-dev
   dataset-fashion-mnist
   python3 python3-matplotlib python3-pil python3-lmdb
+  iproute2
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -416,7 +416,9 @@ int run_job(const DistOptions& options, int* argc, char*** argv) {
     dist::MpiTransport transport(wait);
     startup.mpi_started(transport.rank());
     try {
-        return run_rank(o, process_start, startup, mpi, transport, wait);
+        const int code = run_rank(o, process_start, startup, mpi, transport, wait);
+        mpi.finalize_within(o.peer_timeout, code);
+        return code;
     } catch (const nn::WriteError& e) {
         end_on_write_error(o, transport.rank(), startup, e);
     } catch (const std::exception& e) {

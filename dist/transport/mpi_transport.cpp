@@ -5,6 +5,11 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <thread>
 #include <climits>
 #include <cstdlib>
 #include <memory>
@@ -34,6 +39,32 @@ MpiSession::MpiSession(int* argc, char*** argv) {
 
 MpiSession::~MpiSession() {
     if (finalize_) MPI_Finalize();
+}
+
+void MpiSession::finalize_within(double seconds, int code) {
+    if (!finalize_) return;
+    finalize_ = false;
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    std::thread watchdog([&] {
+        std::unique_lock<std::mutex> lock(mu);
+        if (cv.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return done; })) return;
+        std::fflush(stdout);
+        std::fprintf(stderr,
+                     "rudra dist: MPI_Finalize did not return within %.0f s (UCX's TCP transport can hang there "
+                     "closing its connections to other nodes); every file of the run is written: exiting\n",
+                     seconds);
+        std::fflush(stderr);
+        _exit(code);
+    });
+    MPI_Finalize();
+    {
+        std::lock_guard<std::mutex> lock(mu);
+        done = true;
+    }
+    cv.notify_one();
+    watchdog.join();
 }
 
 void MpiSession::abort_all(int code) {

@@ -27,6 +27,10 @@ public:
     // MPI_Finalize, unless a rank was lost: MPICH's finalize then waits for it forever.
     ~MpiSession();
     void peer_lost() { finalize_ = false; }
+    // MPI_Finalize, bounded: UCX's TCP transport can hang in it while it closes its connections
+    // to other nodes (openucx/ucx#8738), once the run's files are all written. Past `seconds` the
+    // rank says so and exits with `code`.
+    void finalize_within(double seconds, int code);
     MpiSession(const MpiSession&) = delete;
     MpiSession& operator=(const MpiSession&) = delete;
     // Ends every rank at once (used on errors, so that no rank waits forever).
