@@ -30,6 +30,12 @@ for _ in $(seq 480); do
   grep -q 'PS: resuming from' "$log" 2>/dev/null && break
   sleep 0.5
 done
+# The statistics server writes its "resume" line once its own net is set up, a moment after the
+# PS says it resumes.
+for _ in $(seq 120); do
+  grep -q '"event":"resume"' "$work/out/metrics.jsonl" 2>/dev/null && break
+  sleep 0.5
+done
 timeout 30 scancel "$jid"
 grep -q 'the time limit is near: stopping with a checkpoint' "$log" && pass || fail "the script took the signal"
 grep -q 'PS: checkpoint (signal) at update' "$log" && pass || fail "the PS wrote a checkpoint"
