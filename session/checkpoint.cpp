@@ -67,7 +67,8 @@ Checkpoint from_snapshot(nn::Snapshot snapshot, const std::string& path, const s
     ck.path = path;
     ck.snapshot = std::move(snapshot);
     try {
-        ck.meta = ck.snapshot.metadata.empty() ? plain_snapshot_meta(ck.snapshot) : nlohmann::json::parse(ck.snapshot.metadata);
+        ck.plain = ck.snapshot.metadata.empty();
+        ck.meta = ck.plain ? plain_snapshot_meta(ck.snapshot) : nlohmann::json::parse(ck.snapshot.metadata);
         check_meta(ck);
     } catch (const std::exception& e) {
         throw std::runtime_error(ck.path + ": checkpoint metadata unusable: " + e.what());

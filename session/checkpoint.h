@@ -35,6 +35,7 @@ struct Checkpoint {
     std::string path;
     nn::Snapshot snapshot;
     nlohmann::json meta;
+    bool plain = false;  // a snapshot without metadata, read as a single-node checkpoint
 
     std::string method() const { return meta.value("protocol", std::string()); }
     bool single_node() const { return method() == kSingleNode; }

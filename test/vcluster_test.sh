@@ -4,9 +4,13 @@
 # cluster's launcher, each run bounded by timeout (a hang is a failure).
 #   the cluster's refusals; its nodes' host names and /dev/shm
 #   hardsync on 2 nodes: the learners' gradients cross the link, the weights equal one host's run
-#   node detection: adv with --ranks-per-node unset puts a leaf PS on each node
+#   all-reduce on 2 nodes: the weights equal one host's run; EASGD and gossip finish across them
+#   node detection: adv with --ranks-per-node unset puts a leaf PS on each node; adv* under async
+#   one data-set file per node, mapped by that node's ranks only and removed once mapped
 #   a node's link cut under 1-softsync: the run goes on and logs its learners lost
+#   a node's link cut under hardsync and all-reduce: exit 3 naming the node's ranks, a checkpoint
 #   a whole node killed under hardsync: the job ends with its checkpoint whole; resumed on one node
+#   the LSF script with a two-host LSB_MCPU_HOSTS: its ranks on both nodes
 #   down: nothing of the cluster is left
 # Needs root, ip, tc and unshare; says so and fails without them.
 # Usage: vcluster_test.sh RUDRA_BINARY SOURCE_DIR
@@ -54,18 +58,9 @@ vrun() {  # vrun NAME ARGS...: a run on the cluster in the background, its exit 
       >"$work/$run.log" 2>&1
     echo $? >"$work/$run.rc" ) &
 }
-# A run's exit code in $rc. UCX's TCP transport can hang in MPI_Finalize closing its connections
-# to other nodes (openucx/ucx#8738): the ranks then exit after the peer timeout, their files all
-# written, and Hydra, whose proxy loses them in its last barrier, ends with 255. That case counts
-# as 0 here, and is said.
-finished() {
-  wait
-  rc=$(cat "$work/$1.rc")
-  if [ "$rc" = 255 ] && grep -q "MPI_Finalize did not return" "$work/$1.log"; then
-    echo "$1: MPI_Finalize hung in UCX after the run's end; mpiexec exit 255 counted as 0"
-    rc=0
-  fi
-}
+finished() { wait; rc=$(cat "$work/$1.rc"); }
+# The rudra processes of a node (ranks and their guards).
+node_rudras() { for p in $(ip netns pids "$name-node$1"); do [ "$(cat /proc/$p/comm 2>/dev/null)" = rudra ] && echo "$p"; done; }
 dist_args=("$rudra" dist "$solver" "${common[@]}")
 
 # Hardsync on 2 nodes of 2 ranks: the PS and the statistics server on node 1, the learners on
@@ -86,6 +81,21 @@ if timeout -k 5 150 mpiexec -n 4 "${dist_args[@]}" --protocol hardsync --epochs 
   cmp -s "$work/hs/final.rudra" "$work/hs_local/final.rudra"; then pass
 else fail "hs: the weights differ from the same run on one host"; fi
 
+# All-reduce, EASGD and gossip on 2 nodes of 2 ranks (the statistics server and a learner on
+# node 1, two learners on node 2). All-reduce is deterministic: the weights of one host's run.
+vrun ar -n 4 -ppn 2 "${dist_args[@]}" --protocol allreduce --epochs 2
+finished ar
+[ "$rc" = 0 ] && pass || { fail "ar: exit $rc"; tail -20 "$work/ar.log"; }
+if timeout -k 5 150 mpiexec -n 4 "${dist_args[@]}" --protocol allreduce --epochs 2 -o "$work/ar_local" >"$work/ar_local.log" 2>&1 &&
+  cmp -s "$work/ar/final.rudra" "$work/ar_local/final.rudra"; then pass
+else fail "ar: the weights differ from the same run on one host"; fi
+for method in easgd gossip-push; do
+  vrun "$method" -n 4 -ppn 2 "${dist_args[@]}" --protocol "$method" --epochs 2
+  finished "$method"
+  [ "$rc" = 0 ] && [ "$(epochs_logged "$work/$method")" = 2 ] && [ -s "$work/$method/final.rudra" ] && pass ||
+    { fail "$method: exit $rc, 2 epochs, final.rudra"; tail -20 "$work/$method.log"; }
+done
+
 # Node detection: adv with --ranks-per-node unset finds the nodes from MPI (MPI_Comm_split_type):
 # 4 ranks per node, so rank 2 is node 1's leaf PS and rank 4 node 2's.
 vrun adv -n 8 -ppn 4 "${dist_args[@]}" --protocol softsync --n 1 --topology adv --epochs 1
@@ -94,11 +104,27 @@ finished adv
 grep -q "node 1: rank 4 leaf parameter server (parent 0), learners 5 6 7" "$work/adv.log" && pass ||
   { fail "adv: the leaf PS of node 2"; grep -A3 "^layout" "$work/adv.log"; }
 
+# adv* under async: the weights go down the broadcast tree across the link.
+vrun adv_star -n 8 -ppn 4 "${dist_args[@]}" --protocol async --topology 'adv*' --epochs 1
+finished adv_star
+[ "$rc" = 0 ] && grep -q "node 1: rank 4 leaf parameter server (parent 0), learners 5 6 7" "$work/adv_star.log" && pass ||
+  { fail "adv_star: exit $rc, the leaf PS of node 2"; tail -20 "$work/adv_star.log"; }
+
 # Node 2's link cut under 1-softsync: its learners (3, 4, 5) fall silent and are lost; the learner
 # on node 1 finishes the run. (Hydra's proxy on node 2 cannot report its end while the link is
 # down: the link is mended once the PS has written its last line.)
 vrun soft_cut -n 6 -ppn 3 "${dist_args[@]}" --protocol softsync --n 1 --epochs 6
 wait_for "$work/soft_cut/metrics.jsonl" '"epoch":1,' || fail "soft_cut: no epoch 1"
+# The data set: one file in each node's own /dev/shm, already removed (mapped, "(deleted)"), and
+# shared by node 2's three learners.
+for node in 1 2; do
+  for p in $(node_rudras $node); do grep -h "/dev/shm/rudra-data-" /proc/$p/maps 2>/dev/null; done |
+    awk '{ print $4, $5, $6, $7 }' | sort | uniq -c >"$work/data_files$node"
+done
+[ "$(wc -l <"$work/data_files1")" = 1 ] && [ "$(wc -l <"$work/data_files2")" = 1 ] &&
+  grep -q "(deleted)" "$work/data_files1" && grep -q "(deleted)" "$work/data_files2" &&
+  [ "$(awk '{ print $1 }' "$work/data_files2")" -ge 3 ] && pass ||
+  { fail "soft_cut: one removed data-set file per node, mapped by node 2's learners"; cat "$work"/data_files?; }
 "$vc" cut --name $name node2 >/dev/null
 wait_for "$work/soft_cut.log" 'PS: [0-9]* updates' || fail "soft_cut: the PS did not finish"
 "$vc" mend --name $name node2 >/dev/null
@@ -108,6 +134,25 @@ finished soft_cut
 for r in 3 4 5; do
   grep -q "\"event\":\"learner_lost\",\"rank\":$r," "$work/soft_cut/metrics.jsonl" && pass || fail "soft_cut: rank $r lost"
 done
+
+# Node 2's link cut under hardsync and all-reduce: neither goes on without a learner; each ends
+# the job with exit 3 and a checkpoint, naming node 2's ranks (2 and 3).
+cut_run() {  # cut_run NAME PATTERN ARGS...: node 2 cut after epoch 1 until the job's last line
+  local run=$1 pattern=$2; shift 2
+  vrun "$run" -n 4 -ppn 2 "${dist_args[@]}" "$@" --epochs 6
+  wait_for "$work/$run/metrics.jsonl" '"epoch":1,' || fail "$run: no epoch 1"
+  "$vc" cut --name $name node2 >/dev/null
+  wait_for "$work/$run.log" "$pattern" || fail "$run: no '$pattern'"
+  "$vc" mend --name $name node2 >/dev/null
+  finished "$run"
+  [ "$rc" = 3 ] && pass || { fail "$run: exit $rc, not 3"; tail -20 "$work/$run.log"; }
+  [ "$(timeout 60 "$rudra" checkpoint "$work/$run" --field epoch 2>&1)" -ge 1 ] 2>/dev/null && pass ||
+    fail "$run: no whole checkpoint"
+}
+cut_run hs_cut "PS: ending the job (rank" --protocol hardsync
+grep -q "PS: ending the job (rank 2, 3 lost) with exit code 3" "$work/hs_cut.log" && pass ||
+  { fail "hs_cut: ranks 2 and 3 named"; grep "ending the job" "$work/hs_cut.log"; }
+cut_run ar_cut "ranks silent for over half the peer timeout: 2 ([0-9.]* s), 3 ([0-9.]* s)" --protocol allreduce
 
 # Node 2 killed (every process in it, Hydra's proxy included) under hardsync: the job ends (MPICH
 # 4.0's mpiexec ends every rank when a proxy's connection closes, -disable-auto-cleanup or not),
@@ -123,6 +168,17 @@ if timeout -k 5 150 mpiexec -n 3 "$rudra" dist --resume "$work/hs_kill" >"$work/
 else fail "hs_resumed: exit $?"; tail -20 "$work/hs_resumed.log"; fi
 grep -q "with 1 learners instead of 2" "$work/hs_resumed.log" && [ -s "$work/hs_kill/final.rudra" ] && pass ||
   fail "hs_resumed: one learner, final.rudra"
+
+# The LSF batch script as bsub runs it on two hosts: LSB_MCPU_HOSTS names the nodes, Hydra starts
+# 4 ranks on node 1 and 3 on node 2 (through the cluster's launcher), and adv finds the nodes.
+printf '#!/bin/sh\nexec mpiexec -launcher-exec /run/rudra-vcluster/%s/launch "$@"\n' $name >"$work/mpiexec"
+chmod +x "$work/mpiexec"
+if LSB_MCPU_HOSTS="$name-node1 4 $name-node2 3" LSB_JOBID=7 RUDRA="$rudra" MPIEXEC="$work/mpiexec" RUDRA_LAUNCHER=ssh \
+  timeout -k 5 150 bash "$src/tools/lsf/rudra-dist.lsf" "$solver" "${common[@]}" --protocol softsync --n 1 \
+  --topology adv --epochs 1 -o "$work/lsf" >"$work/lsf.log" 2>&1 &&
+  grep -q "7 ranks on: $name-node1:4 $name-node2:3" "$work/lsf.log" &&
+  grep -q "node 1: rank 4 leaf parameter server (parent 0), learners 5 6" "$work/lsf.log"; then pass
+else fail "lsf: two hosts"; tail -20 "$work/lsf.log"; fi
 
 "$vc" down --name $name >/dev/null
 [ -z "$(ip netns list | grep "^$name-node")" ] && [ -z "$(ip -o link show | grep -E ": $name-(br|v[0-9])")" ] && pass ||

@@ -17,7 +17,7 @@ namespace {
 // protocols keep their update rule's whole state, checked here; all-reduce and gossip only their
 // counters (timestamp, samples, applied), which session::read_checkpoint checks.
 void check_dist_rule(const DistCheckpoint& ck) {
-    if (ck.snapshot.metadata.empty())
+    if (ck.plain)
         throw std::runtime_error("a plain snapshot, not a distributed run's checkpoint (use --warm-start)");
     if (ck.single_node())
         throw std::runtime_error("a single-node run's checkpoint, not a distributed run's (resume it with rudra train "

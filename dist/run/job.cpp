@@ -225,8 +225,12 @@ int run_decentralized_rank(const RoleContext& role, const Method& method, const 
         const std::string who = e.peer() >= 0 ? "rank " + std::to_string(e.peer()) : std::string("a rank");
         say(c.protocol.name() + ": " + who + " lost (" + e.what() + "). The newest checkpoint is " +
             checkpoint_path(o.output) + "; " + resume_hint(o.output) + " (with as many learners as answer)");
-        say(c.protocol.name() + ": ending the job with exit code " + std::to_string(session::kExitLearnerLost));
         usleep(500000);  // the statistics server logs the loss meanwhile
+        // A lost node takes all its ranks: the others that fell silent with the first are named
+        // too (a live rank is heard every heartbeat interval, well within half the timeout).
+        say(c.protocol.name() + ": ending the job with exit code " + std::to_string(session::kExitLearnerLost) +
+            "; ranks silent for over half the peer timeout: " +
+            silent_ranks_text(c.heartbeat, c.transport.size(), o.peer_timeout / 2));
         mpi.peer_lost();
         dist::MpiSession::end_job(session::kExitLearnerLost);
     }

@@ -15,11 +15,17 @@ namespace {
 
 int learner_stream(const RoleContext& c) { return kFirstLearner + c.s.layout.learner_index(c.transport.rank()); }
 
+// Under --conv-backend auto the first learner measures the kernels and sends its choices to the
+// others, so that every learner computes with the same ones.
+bool kernels_measured_once(const RoleContext& c) {
+    return c.s.spec.kernels.uses_auto() && c.s.layout.learners().size() > 1;
+}
+
 session::SessionSpec learner_spec(const RoleContext& c) {
     session::SessionSpec spec = c.s.spec;
     spec.seed = c.s.spec.seed + learner_stream(c);
     const std::vector<int>& learners = c.s.layout.learners();
-    if (spec.kernels.uses_auto() && learners.size() > 1 && c.transport.rank() != learners[0]) {
+    if (kernels_measured_once(c) && c.transport.rank() != learners[0]) {
         std::vector<char> text;
         if (!c.transport.recv_while(learners[0], dist::kKernelChoices, text, c.s.keep_starting))
             throw dist::PeerError(learners[0], "rank " + std::to_string(learners[0]) +
@@ -47,7 +53,7 @@ PsFamilyLearner::PsFamilyLearner(const RoleContext& c, bool solver, int64_t mini
                static_cast<uint64_t>(minibatches_done) * static_cast<uint64_t>(run.batch()), c.binding.helper_thread,
                c.o.data.decode_threads, c.sets.skipped.get()) {
     const std::vector<int>& learners = c.s.layout.learners();
-    if (c.s.spec.kernels.uses_auto() && learners.size() > 1 && c.transport.rank() == learners[0]) {
+    if (kernels_measured_once(c) && c.transport.rank() == learners[0]) {
         const std::string chosen = run.resolved_kernels().conv;
         for (size_t i = 1; i < learners.size(); ++i)
             c.transport.send(learners[i], dist::kKernelChoices, chosen.data(), chosen.size());

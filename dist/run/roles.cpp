@@ -50,6 +50,17 @@ std::function<dist::SilentPeer()> silent_peer(dist::Heartbeat& heartbeat, int si
     };
 }
 
+std::string silent_ranks_text(const dist::Heartbeat& heartbeat, int size, double at_least_s) {
+    std::string text;
+    for (int r = 1; r < size; ++r) {
+        const double silent = heartbeat.silent_s(r);
+        if (silent <= at_least_s) continue;
+        char seconds[32];
+        std::snprintf(seconds, sizeof seconds, "%.1f s", silent);
+        text += (text.empty() ? "" : ", ") + std::to_string(r) + " (" + seconds + ")";
+    }
+    return text.empty() ? "none" : text;
+}
 
 void training_starts(dist::Transport& t, const Setup& s) {
     const auto since_start = [&] {

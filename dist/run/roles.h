@@ -170,6 +170,8 @@ int64_t resumed_steps(const RoleContext& c, session::TrainingSession& run,
 // of the ranks silent longer than `timeout`, the one silent longest (a killed rank fell silent
 // first), or -1.
 std::function<dist::SilentPeer()> silent_peer(dist::Heartbeat& heartbeat, int size, double timeout);
+// "2 (3.4 s), 3 (3.1 s)": the ranks (besides 0) not heard from for over `at_least_s`, or "none".
+std::string silent_ranks_text(const dist::Heartbeat& heartbeat, int size, double at_least_s);
 // A decentralized run's learners: rank 0 and ranks 2.. (rank 1 is the statistics server).
 std::vector<int> decentralized_learner_ranks(int size);
 
