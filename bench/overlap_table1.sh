@@ -7,10 +7,13 @@
 # same machine; adv and adv* emulate nodes of RANKS_PER_NODE ranks (a leaf PS and its learners on
 # each; adv*'s learners get the weights down a broadcast tree). MODE applies to base and adv (adv*'s
 # learners never pull).
+# VCLUSTER=NAME runs across the nodes of an emulated cluster that is up
+# (tools/vcluster/rudra-vcluster): the ranks are spread over NODES nodes with mpiexec's -ppn, adv
+# finds the nodes from MPI, and the links are what `up --rate` made them.
 # Prints one Markdown row per run and the median ratio per topology.
 # Usage: bench/overlap_table1.sh RUDRA_BINARY DATA_DIR OUT
 #        environment: LAMBDA=8 MU=4 WIDE=16384 TRAIN_LIMIT=512 ROUNDS=2 RANKS_PER_NODE=auto
-#                     PROTOCOL=softsync MODE=base TOPOLOGIES="base adv adv*"
+#                     PROTOCOL=softsync MODE=base TOPOLOGIES="base adv adv*" VCLUSTER= NODES=2
 set -uo pipefail
 rudra=$(readlink -f "$1") data=$2 out=$3
 here=$(cd "$(dirname "$0")" && pwd)
@@ -18,6 +21,9 @@ lambda=${LAMBDA:-8} mu=${MU:-4} wide=${WIDE:-16384} limit=${TRAIN_LIMIT:-512} ro
 per_node=${RANKS_PER_NODE:-auto} protocol=${PROTOCOL:-softsync} mode=${MODE:-base}
 mkdir -p "$out"
 export OMP_NUM_THREADS=1
+launch=(mpiexec)
+[ -n "${VCLUSTER:-}" ] && launch=("$here/../tools/vcluster/rudra-vcluster" mpiexec --name "$VCLUSTER")
+nodes=${NODES:-2}
 
 # The wide model: ip_wide (+ ReLU) between pool3 and ip1.
 . "$here/wide_model.sh"
@@ -34,10 +40,13 @@ for round in $(seq 1 "$rounds"); do
     if [ "$topology" != base ]; then
       read -r ranks k < <(adv_layout "$lambda") || { echo "no adv layout for lambda $lambda" >&2; continue; }
       shown="$ranks ($k per node)"
-      extra=(--topology "$topology" --ranks-per-node "$k")
+      extra=(--topology "$topology")
+      [ -z "${VCLUSTER:-}" ] && extra+=(--ranks-per-node "$k")
     fi
+    placement=()
+    [ -n "${VCLUSTER:-}" ] && placement=(-ppn $(((ranks + nodes - 1) / nodes))) && shown="$ranks on $nodes nodes"
     rm -rf "$dir"
-    timeout -k 10 1800 mpiexec -disable-auto-cleanup -n "$ranks" "$rudra" dist "$solver" --data "$data" --train-limit "$limit" \
+    timeout -k 10 1800 "${launch[@]}" -disable-auto-cleanup "${placement[@]}" -n "$ranks" "$rudra" dist "$solver" --data "$data" --train-limit "$limit" \
       --test-limit 100 --protocol "$protocol" --batch "$mu" --epochs 1 --mode "$mode" --wait-sleep-us 2000 \
       "${extra[@]}" -o "$dir" >"$dir.log" 2>&1 || { echo "overlap_table1: $dir failed, see $dir.log" >&2; continue; }
     python3 - "$dir/metrics.jsonl" "$round" "$topology" "${shown:-$ranks}" <<'EOF'

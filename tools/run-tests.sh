@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: set up, build, run every test with ctest (the kernel
 # and layer tests once per ISA level and once as an AVX2-only CPU under qemu among them), then
-# the Slurm batch script under a one-node Slurm (test/slurm_test.sh), the unit tests under
+# the Slurm batch script under a one-node Slurm (test/slurm_test.sh) and across the emulated
+# cluster's nodes (test/slurm_vcluster_test.sh), the unit tests under
 # sanitizers (tools/sanitize.sh; skipped with RUDRA_SKIP_SANITIZE=1), then the POWER build's
 # kernel and layer tests under emulation (tools/power-ci.sh; skipped with RUDRA_SKIP_POWER=1).
 set -euo pipefail
@@ -23,6 +24,8 @@ bash tools/setup.sh
 starter=${RUDRA_SLURM_STARTER:-$(cd .. && pwd)/shared/tools/start-local-slurm.sh}
 if [ "${RUDRA_SKIP_SLURM:-0}" != 1 ] && [ -f "$starter" ] && [ "$(id -u)" -eq 0 ]; then
   timeout -k 10 1500 bash test/slurm_test.sh build/rudra "$PWD" "$starter"
+  # Slurm across the emulated cluster's nodes (a slurmd in each), with the packages just installed.
+  timeout -k 10 600 bash test/slurm_vcluster_test.sh build/rudra "$PWD"
 else
   echo "run-tests: the Slurm test was not run (no Slurm starter at $starter, not root, or RUDRA_SKIP_SLURM=1)"
 fi
