@@ -28,12 +28,6 @@ struct Shifts {
 }  // namespace rudra::kernels::lrn
 
 #if defined(__x86_64__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12's headers start some values undefined
-#ifndef __clang__
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
 RUDRA_BEGIN_TARGET_AVX512
 #include "kernels/simd/avx512.h"
 namespace rudra::kernels::lrn {
@@ -103,7 +97,6 @@ void backward_plane(const float* xp, const float* dyp, const LrnGeometry& g, con
 }  // namespace
 }  // namespace rudra::kernels::lrn
 RUDRA_END_TARGET
-#pragma GCC diagnostic pop
 #endif
 
 namespace rudra::kernels::lrn {

@@ -100,10 +100,6 @@ std::vector<float> inverse_divisors(const PoolGeometry& g) {
 }  // namespace
 }  // namespace rudra::kernels::pool
 
-// GCC 12's headers start some values undefined, which -Wuninitialized reports in target code.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 RUDRA_BEGIN_TARGET_AVX512
 #include "kernels/simd/avx512.h"
 namespace rudra::kernels::pool {
@@ -207,7 +203,6 @@ void max_forward_plane(const float* xp, const PoolGeometry& g, const Tables& t, 
 }  // namespace
 }  // namespace rudra::kernels::pool
 RUDRA_END_TARGET
-#pragma GCC diagnostic pop
 
 namespace rudra::kernels::pool {
 namespace {

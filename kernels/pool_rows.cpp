@@ -9,11 +9,6 @@
 #include "kernels/simd/target_region.h"
 
 #if defined(__x86_64__)
-// GCC 12's headers start some values undefined, which -Wuninitialized reports in target code.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
 RUDRA_BEGIN_TARGET_AVX512
 #include "kernels/simd/avx512.h"
 namespace rudra::kernels::pool::rows512 {
@@ -29,8 +24,6 @@ using V = simd::Avx2;
 #include "kernels/pool_rows_body.h"
 }  // namespace rudra::kernels::pool::rows256
 RUDRA_END_TARGET
-
-#pragma GCC diagnostic pop
 #endif
 
 namespace rudra::kernels::pool {

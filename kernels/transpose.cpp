@@ -5,12 +5,6 @@
 #include "kernels/simd/target_region.h"
 
 #if defined(__x86_64__)
-// GCC 12's headers build the shuffles from undefined vectors, which -Wuninitialized reports
-// inside target code; the values are never read.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
 RUDRA_BEGIN_TARGET_AVX512
 #include "kernels/simd/avx512.h"
 namespace rudra::kernels::transpose512 {
@@ -26,8 +20,6 @@ using V = simd::Avx2;
 #include "kernels/transpose_body.h"
 }  // namespace rudra::kernels::transpose256
 RUDRA_END_TARGET
-
-#pragma GCC diagnostic pop
 #endif
 
 namespace rudra::kernels {

@@ -1,72 +1,78 @@
 // POWER VSX micro-kernel (ppc64le, POWER8 and later, tuned for POWER9): an 8 x 16 tile in 32 of
-// the 64 vector-scalar registers. The POWER10 MMA kernel is in ukr_power_mma.cpp.
+// the 64 vector-scalar registers, written on the VSX vector traits (kernels/simd/vsx.h). The
+// POWER10 MMA kernel is in ukr_power_mma.cpp.
 #include "kernels/sgemm/micro_kernel.h"
 
 #if defined(__powerpc64__) && defined(__VSX__)
-#include <altivec.h>
+#include "kernels/simd/vsx.h"
 
 namespace rudra::kernels {
 namespace {
 
-constexpr int kMR = 8, kNR = 16;
+using V = simd::Vsx;
+using F = V::F;
+constexpr int kMR = 8, kNR = 16, kNV = kNR / V::kLanes;  // a row of the tile: 4 vectors
+
+// acc[i] = 0, and C = acc or C + acc (C's rows rs_c apart).
+template <int ROWS>
+inline void clear(F (&acc)[ROWS][kNV]) {
+    for (int i = 0; i < ROWS; ++i)
+        for (int q = 0; q < kNV; ++q) acc[i][q] = V::zero();
+}
+
+template <int ROWS>
+inline void store_tile(F (&acc)[ROWS][kNV], float* c, int64_t rs_c, float beta) {
+    for (int i = 0; i < ROWS; ++i, c += rs_c)
+        for (int q = 0; q < kNV; ++q) {
+            F r = acc[i][q];
+            if (beta != 0.0f) r = V::add(r, V::load(c + q * V::kLanes));
+            V::store(c + q * V::kLanes, r);
+        }
+}
+
+// acc += a_col[i] (x) b for the ROWS rows.
+template <int ROWS>
+inline void rank1(F (&acc)[ROWS][kNV], const float* a_col, const F (&b)[kNV]) {
+#pragma GCC unroll 8
+    for (int i = 0; i < ROWS; ++i) {
+        const F ai = V::broadcast(a_col + i);
+        for (int q = 0; q < kNV; ++q) acc[i][q] = V::fma(ai, b[q], acc[i][q]);
+    }
+}
+
+inline void load_row(F (&b)[kNV], const float* p) {
+    for (int q = 0; q < kNV; ++q) b[q] = V::load(p + q * V::kLanes);
+}
 
 void run_vsx(int64_t k, const float* a, const float* b, int64_t rs_b, float* c, int64_t rs_c, float alpha,
              float beta) {
-    __vector float acc[kMR][4];
-#pragma GCC unroll 8
-    for (int i = 0; i < kMR; ++i)
-        for (int q = 0; q < 4; ++q) acc[i][q] = vec_splats(0.0f);
+    F acc[kMR][kNV];
+    clear<kMR>(acc);
+    F bv[kNV];
     for (int64_t p = 0; p < k; ++p, a += kMR, b += rs_b) {
-        const __vector float b0 = vec_xl(0, b), b1 = vec_xl(16, b), b2 = vec_xl(32, b), b3 = vec_xl(48, b);
-#pragma GCC unroll 8
-        for (int i = 0; i < kMR; ++i) {
-            const __vector float ai = vec_splats(a[i]);
-            acc[i][0] = vec_madd(ai, b0, acc[i][0]);
-            acc[i][1] = vec_madd(ai, b1, acc[i][1]);
-            acc[i][2] = vec_madd(ai, b2, acc[i][2]);
-            acc[i][3] = vec_madd(ai, b3, acc[i][3]);
-        }
+        load_row(bv, b);
+        rank1<kMR>(acc, a, bv);
     }
-    const __vector float va = vec_splats(alpha), vb = vec_splats(beta);
+    const F va = V::set1(alpha), vb = V::set1(beta);
     for (int i = 0; i < kMR; ++i, c += rs_c)
-        for (int q = 0; q < 4; ++q) {
-            __vector float r = vec_mul(va, acc[i][q]);
-            if (beta != 0.0f) r = vec_madd(vb, vec_xl(16 * q, c), r);
-            vec_xst(r, 16 * q, c);
+        for (int q = 0; q < kNV; ++q) {
+            F r = V::mul(va, acc[i][q]);
+            if (beta != 0.0f) r = V::fma(vb, V::load(c + q * V::kLanes), r);
+            V::store(c + q * V::kLanes, r);
         }
 }
 
 // The implicit convolution's tiles (see micro_kernel.h): ROWS x 16 accumulators, C = acc or
 // C + acc. Indirect: B rows in two pieces of 8 floats. Gather: A values from row pointers.
 template <int ROWS>
-inline void store_tile(__vector float (&acc)[ROWS][4], float* c, int64_t rs_c, float beta) {
-    for (int i = 0; i < ROWS; ++i, c += rs_c)
-        for (int q = 0; q < 4; ++q) {
-            __vector float r = acc[i][q];
-            if (beta != 0.0f) r = vec_add(r, vec_xl(16 * q, c));
-            vec_xst(r, 16 * q, c);
-        }
-}
-
-template <int ROWS>
-inline void rank1(__vector float (&acc)[ROWS][4], const float* a_col, const __vector float (&b)[4]) {
-#pragma GCC unroll 8
-    for (int i = 0; i < ROWS; ++i) {
-        const __vector float ai = vec_splats(a_col[i]);
-        for (int q = 0; q < 4; ++q) acc[i][q] = vec_madd(ai, b[q], acc[i][q]);
-    }
-}
-
-template <int ROWS>
 void indirect_vsx_rows(int64_t k, const float* a, const float* const* bases, const int32_t* offsets, float* c,
                        int64_t rs_c, float beta) {
-    __vector float acc[ROWS][4];
-    for (int i = 0; i < ROWS; ++i)
-        for (int q = 0; q < 4; ++q) acc[i][q] = vec_splats(0.0f);
+    F acc[ROWS][kNV];
+    clear<ROWS>(acc);
     const float *q0 = bases[0], *q1 = bases[1];
     for (int64_t p = 0; p < k; ++p, a += kMR) {
         const int32_t o = offsets[p];
-        const __vector float b[4] = {vec_xl(0, q0 + o), vec_xl(16, q0 + o), vec_xl(0, q1 + o), vec_xl(16, q1 + o)};
+        const F b[kNV] = {V::load(q0 + o), V::load(q0 + o + 4), V::load(q1 + o), V::load(q1 + o + 4)};
         rank1<ROWS>(acc, a, b);
     }
     store_tile<ROWS>(acc, c, rs_c, beta);
@@ -75,16 +81,16 @@ void indirect_vsx_rows(int64_t k, const float* a, const float* const* bases, con
 template <int ROWS>
 void gather_a_vsx_rows(int64_t k, int64_t run, const float* const* a_rows, const int32_t* run_offsets, const float* b,
                        float* c, int64_t rs_c, float beta) {
-    __vector float acc[ROWS][4];
-    for (int i = 0; i < ROWS; ++i)
-        for (int q = 0; q < 4; ++q) acc[i][q] = vec_splats(0.0f);
+    F acc[ROWS][kNV];
+    clear<ROWS>(acc);
     float a_col[ROWS];
+    F bv[kNV];
     for (int64_t s = 0; s < k / run; ++s) {
         const float* rows[ROWS];
         for (int i = 0; i < ROWS; ++i) rows[i] = a_rows[i] + run_offsets[s];
         for (int64_t p = 0; p < run; ++p, b += kNR) {
             for (int i = 0; i < ROWS; ++i) a_col[i] = rows[i][p];
-            const __vector float bv[4] = {vec_xl(0, b), vec_xl(16, b), vec_xl(32, b), vec_xl(48, b)};
+            load_row(bv, b);
             rank1<ROWS>(acc, a_col, bv);
         }
     }

@@ -7,12 +7,6 @@
 #include "kernels/simd/target_region.h"
 
 #if defined(__x86_64__)
-// GCC 12's intrinsics start some values from _mm256_undefined_pd(), which -Wuninitialized reports
-// inside AVX-512 target functions; those values are never read.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
 RUDRA_BEGIN_TARGET_AVX512
 #include "kernels/simd/avx512.h"
 namespace rudra::kernels::ukr512 {
@@ -30,8 +24,6 @@ constexpr int MR = 6, NR = 16;
 #include "kernels/sgemm/ukr_x86_body.h"
 }  // namespace rudra::kernels::ukr256
 RUDRA_END_TARGET
-
-#pragma GCC diagnostic pop
 
 namespace rudra::kernels {
 namespace {

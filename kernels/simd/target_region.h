@@ -23,8 +23,15 @@
     _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,avx512f,avx512dq,avx512bw,avx512vl\"))), apply_to = function)")
 #define RUDRA_END_TARGET _Pragma("clang attribute pop")
 #else
-#define RUDRA_BEGIN_TARGET_AVX2 _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma\")")
-#define RUDRA_BEGIN_TARGET_AVX512 \
-    _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma,avx512f,avx512dq,avx512bw,avx512vl\")")
-#define RUDRA_END_TARGET _Pragma("GCC pop_options")
+// GCC 12's intrinsics start some values undefined (_mm256_undefined_pd() and the like), which
+// -Wuninitialized and -Wmaybe-uninitialized report inside target code; they are never read.
+#define RUDRA_GCC_QUIET_UNDEFINED_VECTORS                                                  \
+    _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wuninitialized\"") \
+        _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"")
+#define RUDRA_BEGIN_TARGET_AVX2 \
+    RUDRA_GCC_QUIET_UNDEFINED_VECTORS _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma\")")
+#define RUDRA_BEGIN_TARGET_AVX512                                   \
+    RUDRA_GCC_QUIET_UNDEFINED_VECTORS _Pragma("GCC push_options") \
+        _Pragma("GCC target(\"avx2,fma,avx512f,avx512dq,avx512bw,avx512vl\")")
+#define RUDRA_END_TARGET _Pragma("GCC pop_options") _Pragma("GCC diagnostic pop")
 #endif
