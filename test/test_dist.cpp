@@ -565,6 +565,102 @@ TEST_CASE("pointer swap in the overlap mode: the weights a gradient is computed 
     for (int l = 0; l < lambda; ++l) CHECK(buffers[l].size() == 2);  // two buffers, swapped
 }
 
+namespace {
+
+// A transport whose sends of one tag take `delay` before they go: a slow link for one kind of
+// message.
+class SlowTagTransport final : public Transport {
+public:
+    SlowTagTransport(Transport& inner, int tag, std::chrono::milliseconds delay)
+        : inner_(inner), tag_(tag), delay_(delay) {}
+    int rank() const override { return inner_.rank(); }
+    int size() const override { return inner_.size(); }
+    bool send_while(int dest, int tag, const void* data, size_t bytes, const KeepWaiting& keep_waiting) override {
+        if (tag == tag_) std::this_thread::sleep_for(delay_);
+        return inner_.send_while(dest, tag, data, bytes, keep_waiting);
+    }
+    std::optional<Envelope> recv_while(int source, int tag, std::vector<char>& buf, const KeepWaiting& keep_waiting,
+                                       const std::function<bool(int)>& sender_alive) override {
+        return inner_.recv_while(source, tag, buf, keep_waiting, sender_alive);
+    }
+    bool barrier_while(const KeepWaiting& keep_waiting) override { return inner_.barrier_while(keep_waiting); }
+
+private:
+    Transport& inner_;
+    int tag_;
+    std::chrono::milliseconds delay_;
+};
+
+// The tags of the weight requests and gradients one learner (rank 1, its gradients' sends slowed
+// by 20 ms) sends a stand-in PS (rank 0) over `gradients` gradients, in the order they arrive.
+// The stand-in applies each gradient as an update and answers each request with the newest
+// weights, or says stop once it has them all.
+std::vector<int> learner_message_order(bool overlap, int gradients) {
+    InProcessHub hub(2);
+    std::vector<float> grad(4, 1.0f);
+    auto learner = std::async(std::launch::async, [&] {
+        InProcessTransport inner(hub, 1);
+        SlowTagTransport t(inner, kGradient, std::chrono::milliseconds(20));
+        LearnerWork w;
+        w.param_floats = grad.size();
+        w.load_weights = [](const float*) {};
+        w.gradients = grad.data();
+        w.compute = [] { return 0.0; };
+        LearnerConfig lc;
+        lc.stats_rank = 0;  // its loss reports come to the stand-in, which ignores them
+        lc.report_every = 1000;
+        lc.overlap = overlap;
+        return run_learner(t, lc, w);
+    });
+    InProcessTransport t(hub, 0);
+    std::vector<int> order;
+    std::vector<char> in, out;
+    const std::vector<float> weights(grad.size(), 0.5f);
+    int64_t ts = 0, received = 0;
+    for (;;) {
+        const Envelope e = t.recv(1, kAnyTag, in);
+        if (e.tag == kBye) break;
+        if (e.tag == kGradient) {
+            order.push_back(kGradient);
+            ++received;
+            ++ts;
+        } else if (e.tag == kWeightsRequest) {
+            order.push_back(kWeightsRequest);
+            const auto req = unpack_header<WeightsRequest>(in);
+            const bool stop = received >= gradients, newer = ts > req.have_ts;
+            pack(out, WeightsReply{ts, newer && !stop ? 1 : 0, stop ? 1 : 0}, newer && !stop ? weights.data() : nullptr,
+                 newer && !stop ? weights.size() : 0);
+            t.send(1, kWeightsReply, out.data(), out.size());
+        }
+    }
+    REQUIRE(learner.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
+    learner.get();
+    return order;
+}
+
+}  // namespace
+
+TEST_CASE("Rudra-base pushes, then pulls: each weight request reaches the PS after the learner's previous gradient") {
+    const std::vector<int> base = learner_message_order(/*overlap=*/false, 6);
+    // Request, then per gradient: the gradient, then the next request.
+    std::vector<int> expected{kWeightsRequest};
+    for (int g = 0; g < 6; ++g) {
+        expected.push_back(kGradient);
+        expected.push_back(kWeightsRequest);
+    }
+    CHECK(base == expected);
+    // The overlap mode asks for the next weights while the gradient is still on its way: some
+    // request arrives before the previous gradient (this is what the base mode must not do).
+    const std::vector<int> overlap = learner_message_order(/*overlap=*/true, 6);
+    std::string seen;
+    for (int tag : overlap) seen += tag == kGradient ? 'g' : 'r';
+    CAPTURE(seen);
+    bool overtaken = false;
+    for (size_t i = 1; i < overlap.size(); ++i)
+        overtaken |= overlap[i] == kWeightsRequest && overlap[i - 1] == kWeightsRequest;
+    CHECK(overtaken);
+}
+
 TEST_CASE("barrier: no rank passes before all have arrived; the wait policy follows the load") {
     InProcessHub hub(4);
     std::atomic<int> arrived{0};

@@ -347,7 +347,7 @@ LearnerSummary run_learner(Transport& t, const LearnerConfig& cfg, const Learner
 
     // The compute loop, as the paper describes the learner. Take the newest weights a pull
     // brought, and start the next pull (hardsync: for the timestamp after the last gradient
-    // pushed). Rudra-base waits for its answer; the overlap mode of Rudra-adv* computes on the
+    // pushed; Rudra-base once that gradient has left). Rudra-base waits for its answer; the overlap mode of Rudra-adv* computes on the
     // weights it holds while the pull runs, and takes new ones by a pointer swap between two
     // buffers. Compute a gradient; hand it to the push worker once the previous one has left.
     int64_t compute_ts = -1, last_pushed_ts = -1;
@@ -368,6 +368,13 @@ LearnerSummary run_learner(Transport& t, const LearnerConfig& cfg, const Learner
                     pull.take(work, compute_ts);
                 }
             } else if (!pull.in_flight()) {
+                // Rudra-base pushes, then pulls, as the paper's learner does: the request leaves
+                // after the previous gradient, so the PS (which takes one rank's messages in
+                // order) has that gradient before it answers. Overlap mode asks at once.
+                if (!cfg.overlap) {
+                    wait(lock, "wait for push", [&] { return push.idle() || sync.stop; });
+                    if (sync.stop) break;
+                }
                 pull.request(compute_ts, needed);
             }
             if (!pull.continuous() && (!cfg.overlap || cfg.synchronous || compute_ts < 0)) {

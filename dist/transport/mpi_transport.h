@@ -30,10 +30,10 @@ public:
     // The rank's end, once every rank has passed the run's last barrier and received every
     // message sent to it, the run's files all written. On one node, MPI_Finalize, bounded: past
     // `seconds` the rank says so and exits with `code`. Across nodes under MPICH, the rank exits
-    // with `code` without MPI_Finalize: there UCX 1.13's TCP transport deadlocked in 3 of 5 runs
-    // on the emulated cluster (a rank closing a connection waits for a peer that already sits in
-    // PMI's barrier and no longer progresses UCX), and Hydra takes the exit code of a rank that
-    // did not finalize.
+    // with `code` without MPI_Finalize: there UCX 1.13's TCP transport can deadlock (a rank
+    // closing a connection waits for a peer that already sits in PMI's barrier and no longer
+    // progresses UCX; docs/vcluster.md), and Hydra takes the exit code of a rank that did not
+    // finalize.
     void finalize_within(double seconds, int code);
     MpiSession(const MpiSession&) = delete;
     MpiSession& operator=(const MpiSession&) = delete;
