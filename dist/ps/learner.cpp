@@ -347,9 +347,10 @@ LearnerSummary run_learner(Transport& t, const LearnerConfig& cfg, const Learner
 
     // The compute loop, as the paper describes the learner. Take the newest weights a pull
     // brought, and start the next pull (hardsync: for the timestamp after the last gradient
-    // pushed; Rudra-base once that gradient has left). Rudra-base waits for its answer; the overlap mode of Rudra-adv* computes on the
-    // weights it holds while the pull runs, and takes new ones by a pointer swap between two
-    // buffers. Compute a gradient; hand it to the push worker once the previous one has left.
+    // pushed; Rudra-base once that gradient has left). Rudra-base waits for its answer; the
+    // overlap mode of Rudra-adv* computes on the weights it holds while the pull runs, and takes
+    // new ones by a pointer swap between two buffers. Compute a gradient; hand it to the push
+    // worker once the previous one has left.
     int64_t compute_ts = -1, last_pushed_ts = -1;
     auto wait = [&](std::unique_lock<std::mutex>& lock, const char* what, auto&& ready) {
         const Span span(cfg.timeline, what);
