@@ -11,6 +11,7 @@
 #   a node's link cut under hardsync and all-reduce: exit 3 naming the node's ranks, a checkpoint
 #   a whole node killed under hardsync: the job ends with its checkpoint whole; resumed on one node
 #   the LSF script with a two-host LSB_MCPU_HOSTS: its ranks on both nodes
+#   4 nodes of 2 ranks: hardsync, async and 1-softsync end with exit 0, Hydra reporting no death
 #   down: nothing of the cluster is left
 # Needs root, ip, tc and unshare; says so and fails without them.
 # Usage: vcluster_test.sh RUDRA_BINARY SOURCE_DIR
@@ -179,6 +180,24 @@ if LSB_MCPU_HOSTS="$name-node1 4 $name-node2 3" LSB_JOBID=7 RUDRA="$rudra" MPIEX
   grep -q "7 ranks on: $name-node1:4 $name-node2:3" "$work/lsf.log" &&
   grep -q "node 1: rank 4 leaf parameter server (parent 0), learners 5 6" "$work/lsf.log"; then pass
 else fail "lsf: two hosts"; tail -20 "$work/lsf.log"; fi
+
+# 4 nodes, 2 ranks each: every job ends with its own exit code. A rank that exits without
+# telling Hydra's proxy it has finished is taken for a dead one, and mpiexec, signalling the other
+# nodes, failed where one had already closed (exit -13, "assert (!closed)").
+"$vc" down --name $name >/dev/null
+if "$vc" up --name $name --nodes 4 --rate 1gbit --subnet 10.78.9 >"$work/up4.log" 2>&1; then
+  for proto in hardsync async "softsync --n 1"; do
+    run=four_${proto%% *}
+    # shellcheck disable=SC2086
+    timeout -k 5 120 "$vc" mpiexec --name $name -disable-auto-cleanup -n 8 -ppn 2 "$rudra" dist "$solver" \
+      "${common[@]}" --protocol $proto --epochs 2 -o "$work/$run" >"$work/$run.log" 2>&1
+    rc=$?
+    [ "$rc" = 0 ] && ! grep -q "assert\|HYD_\|BAD TERMINATION" "$work/$run.log" && [ -s "$work/$run/final.rudra" ] &&
+      pass || { fail "$run: exit $rc across 4 nodes"; tail -8 "$work/$run.log"; }
+  done
+else
+  fail "up with 4 nodes: $(cat "$work/up4.log")"
+fi
 
 "$vc" down --name $name >/dev/null
 [ -z "$(ip netns list | grep "^$name-node")" ] && [ -z "$(ip -o link show | grep -E ": $name-(br|v[0-9])")" ] && pass ||

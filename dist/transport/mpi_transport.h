@@ -67,6 +67,7 @@ public:
 private:
     bool finalize_ = true;
     bool exit_without_finalize_ = false;
+    int pmi_fd_ = -1;  // the PMI socket to the process manager (Hydra's proxy), or -1
 };
 
 class MpiTransport final : public Transport {
