@@ -39,6 +39,19 @@ The model, as `rudra dist` does it (dist/ps/learner.cpp, dist/ps/parameter_serve
 - `cores`: when set, the learners and the PS share that many cores (processor sharing), as on
   one oversubscribed node, each computation slowed by crowding_cost for every rank beyond the
   cores (context switches, caches refilled, the waiting ranks' polls); unset, each has its own.
+- Nodes joined by links (link_gbs set): the learners sit on nodes (learner_nodes: so many on
+  the PS's node, then on each other node; the trees put each leaf PS's learners on a node of
+  their own, the root on the first). A message between two nodes first crosses the sender node's
+  outgoing link and the receiver node's incoming one, each shared by every rank of its node and
+  carrying one message at a time, shaped as tc's tbf shapes the emulated cluster's links
+  (tools/vcluster): bytes pass at link_gbs once a bucket of link_burst_bytes, refilled at that
+  rate, is spent; link_latency_us more for crossing. Then it costs what a message costs on one
+  node. Messages within a node cross no link. A gradient or request from another node holds no
+  place at the PS while it crosses; a reply to another node holds the PS until the links have
+  carried it (it sends its replies itself, and its send completes as the bytes leave, at the
+  links' pace). Both alternatives were tried against runs (bench/results/simulator_links.md):
+  replies that leave the PS at once (the learner beside the PS ran twice as fast in the model
+  as in the runs), and a PS also held while each gradient crosses (half the runs' rate).
 
   simulate.py --learners 30 --protocol softsync --n 1 --compute-ms 12 --model-bytes 334000 \\
       --latency-us 5 --bandwidth-gbs 10 --updates 3000 [--json]
@@ -50,6 +63,26 @@ import math
 import random
 import sys
 from collections import Counter, deque
+
+
+class Link:
+    """One direction of a node's link, as tc's tbf shapes it: a message passes at once while the
+    bucket holds its bytes, else at `rate` for the bytes beyond them; the bucket refills at `rate`
+    up to `burst`. One message at a time."""
+
+    def __init__(self, rate, burst):
+        self.rate, self.burst = rate, burst
+        self.tokens, self.since, self.free = burst, 0.0, 0.0
+
+    def tokens_at(self, t):
+        return min(self.burst, self.tokens + (t - self.since) * self.rate)
+
+    def wait(self, nbytes, t):
+        return max(0.0, (nbytes - self.tokens_at(t)) / self.rate)
+
+    def take(self, nbytes, start, end):
+        self.tokens = max(0.0, min(self.burst, self.tokens_at(start) + (end - start) * self.rate - nbytes))
+        self.since = self.free = end
 
 
 class Sim:
@@ -90,26 +123,73 @@ class Sim:
         # How much slower every computation runs for the ranks beyond the cores (switches between
         # them, caches refilled, the waiting ranks' polls): 1 + cost * (ranks - cores).
         self.crowding = 1.0 + a.crowding_cost * max(0.0, self.ranks() - a.cores)
+        # The node of each learner (the PS's is node 0) and each node's links, one per direction.
+        self.node_of = [0] * lam
+        first = 0
+        for node, count in enumerate(a.learner_nodes):
+            self.node_of[first:first + count] = [node] * count
+            first += count
+        self.links = {}
+        self.link_bytes = 0
 
     # -- events ---------------------------------------------------------------------------------
     def at(self, t, fn, *args):
         self.seq += 1
         heapq.heappush(self.events, (t, self.seq, fn, args))
 
-    def transfer(self, nbytes, to_ps, learner_free):
-        """Arrival time of a message leaving now: the sender's link, then the receiver's."""
+    def transfer(self, nbytes, to_ps, learner_free, node=0):
+        """(arrival, when it left the sender) of a message leaving now between the PS and a learner
+        (or leaf PS) of its node, or, from the PS, on `node`: the sender's link, the receiver's
+        (to_ps sends one from another node)."""
         a = self.a
         wire = nbytes / (a.bandwidth_gbs * 1e9) + self.message_hold()
         if to_ps:
-            start = max(self.now, learner_free)
-            start = max(start, self.ps_in_free)  # the PS's incoming link takes one at a time
+            start = max(self.now, learner_free, self.ps_in_free)  # the PS's incoming link takes one at a time
             self.ps_in_free = start + wire
             self.bytes_in += nbytes
         else:
-            start = max(self.now, self.ps_out_free)
+            # The PS sends its replies itself: a reply to another node holds it until the nodes'
+            # links have carried it.
+            start = self.cross(0, node, nbytes, max(self.now, self.ps_out_free))
             self.ps_out_free = start + wire
             self.bytes_out += nbytes
         return start + wire + a.latency_us * 1e-6, start + wire
+
+    def to_ps(self, nbytes, sender_free, node, fn, *args):
+        """Sends a message to the PS from `node`, fn(*args) once the PS has it; returns when it left
+        the sender. From another node it crosses the links first, then takes the PS's link as
+        its node's messages do (it holds no place there while it crosses)."""
+        if node != 0 and self.a.link_gbs:
+            through = self.cross(node, 0, nbytes, max(self.now, sender_free))
+            self.at(through, self.into_ps, nbytes, fn, args)
+            return through
+        arrive, left = self.transfer(nbytes, True, sender_free)
+        self.at(arrive, fn, *args)
+        return left
+
+    def into_ps(self, nbytes, fn, args):
+        arrive, _ = self.transfer(nbytes, True, 0.0)
+        self.at(arrive, fn, *args)
+
+    def cross(self, src, dst, nbytes, ready):
+        """When a message ready at `ready` is through the links from node src to node dst (ready
+        itself within a node)."""
+        a = self.a
+        if src == dst or not a.link_gbs:
+            return ready
+        out, into = self.link(src, "out"), self.link(dst, "in")
+        start = max(ready, out.free, into.free)
+        through = start + max(out.wait(nbytes, start), into.wait(nbytes, start))
+        out.take(nbytes, start, through)
+        into.take(nbytes, start, through)
+        self.link_bytes += nbytes
+        return through + a.link_latency_us * 1e-6
+
+    def link(self, node, direction):
+        key = (node, direction)
+        if key not in self.links:
+            self.links[key] = Link(self.a.link_gbs * 1e9, self.a.link_burst_bytes)
+        return self.links[key]
 
     def message_hold(self):
         """What a message holds its sender's link for beyond its bytes: message_us, and on shared
@@ -172,8 +252,7 @@ class Sim:
         return self.rng.gammavariate(k, mean / k)
 
     def pull(self, i):
-        arrive, _ = self.transfer(self.a.request_bytes, True, 0.0)
-        self.at(arrive, self.ps_message, ("pull", i))
+        self.to_ps(self.a.request_bytes, 0.0, self.node_of[i], self.ps_message, ("pull", i))
 
     def got_weights(self, i, ts):
         self.have[i] = max(self.have[i], ts)
@@ -197,10 +276,9 @@ class Sim:
         self.at(max(self.now, self.push_free[i]), self.push, i, ts)
 
     def push(self, i, ts):
-        arrive, left = self.transfer(self.a.model_bytes, True, self.push_free[i])
-        self.push_free[i] = left
         self.grads_on_way += 1
-        self.at(arrive, self.ps_message, ("grad", i, ts))
+        self.push_free[i] = self.to_ps(self.a.model_bytes, self.push_free[i], self.node_of[i], self.ps_message,
+                                       ("grad", i, ts))
         if self.a.mode == "base":
             if self.a.request_lag_ms > 0 or self.a.request_lag_gradients > 0:
                 self.request_behind[i] = True  # it reaches the PS after the gradient: see ps_done
@@ -304,7 +382,8 @@ class Sim:
     def reply(self, i):
         """Answers learner i's pull (the weights if newer); returns when the answer has left."""
         newer = self.ts > self.have[i]
-        arrive, left = self.transfer(self.a.model_bytes if newer else self.a.request_bytes, False, 0.0)
+        arrive, left = self.transfer(self.a.model_bytes if newer else self.a.request_bytes, False, 0.0,
+                                     self.node_of[i])
         self.at(arrive, self.got_weights, i, self.ts)
         return left
 
@@ -336,6 +415,7 @@ class Sim:
             "ps_in_gbs": self.bytes_in / self.now / 1e9 if self.now else 0.0,
             "ps_out_gbs": self.bytes_out / self.now / 1e9 if self.now else 0.0,
             "ps_mb_per_update": (self.bytes_in + self.bytes_out) / self.updates / 1e6 if self.updates else 0.0,
+            "link_mb_per_update": self.link_bytes / self.updates / 1e6 if self.updates else 0.0,
             "topology": self.a.topology,
         }
 
@@ -354,6 +434,9 @@ def parse(argv=None):
                    help="adv, adv*: the learners below each leaf PS in order, e.g. 1,3,3 (as a run's layout "
                         "has them: node 0 also holds the root and the statistics server); instead of "
                         "--learners-per-node")
+    p.add_argument("--leaf-of", default="",
+                   help="adv, adv*: the leaf PS of each learner in rank order, e.g. 1,1,0,0,0,1,1,1 (as a run's layout "
+                        "has them across real nodes; the broadcast tree follows rank order); instead of --leaf-sizes")
     p.add_argument("--broadcast-fan-out", type=int, default=2, help="adv*: children of each sender in the broadcast")
     p.add_argument("--forward-core-ms", type=float, default=0.0,
                    help="adv*: a learner's core time to forward a version to one child (with --cores it shares "
@@ -382,6 +465,13 @@ def parse(argv=None):
     p.add_argument("--grad-ms", type=float, default=0.0, help="the PS's cost of taking one gradient")
     p.add_argument("--update-ms", type=float, default=0.0, help="the PS's cost of one update (the solver's step)")
     p.add_argument("--request-us", type=float, default=2.0, help="the PS's cost of answering a pull")
+    p.add_argument("--link-gbs", type=float, default=0.0,
+                   help="nodes joined by links of this many GB/s each way, shaped as tc's tbf (0: one node, no links)")
+    p.add_argument("--link-burst-bytes", type=float, default=0.0, help="with --link-gbs: the tbf bucket, bytes")
+    p.add_argument("--link-latency-us", type=float, default=0.0, help="with --link-gbs: what crossing adds to a message")
+    p.add_argument("--learner-nodes", default="",
+                   help="with --link-gbs, one PS (no tree): the learners on each node, the PS's node first, e.g. 1,3 "
+                        "(default: every learner on a node of its own, none beside the PS)")
     p.add_argument("--cores", type=float, default=0, help="cores the learners and the PS share (0: one each)")
     p.add_argument("--crowding-cost", type=float, default=0.0,
                    help="with --cores: each rank beyond the cores slows every computation by this fraction")
@@ -396,11 +486,56 @@ def parse(argv=None):
     if a.learners_per_node < 1 or a.broadcast_fan_out < 1:
         p.error("--learners-per-node and --broadcast-fan-out must be >= 1")
     a.leaves = leaf_sizes(a, p.error)
+    a.leaf_of = leaf_of(a, p.error)
+    a.learner_nodes = learner_nodes(a, p.error)
     return a
 
 
+def learner_nodes(a, error):
+    """The learners on each node, the PS's first: --learner-nodes, or none beside the PS and one on
+    each other node; one node with them all without links."""
+    if a.link_gbs < 0 or a.link_burst_bytes < 0 or a.link_latency_us < 0:
+        error("--link-gbs, --link-burst-bytes and --link-latency-us must not be negative")
+    if a.learner_nodes and a.topology != "base":
+        error("--learner-nodes places the learners of one PS; the trees put each leaf PS's learners on a node")
+    if not a.link_gbs:
+        if a.learner_nodes:
+            error("--learner-nodes places learners on nodes joined by links: give --link-gbs too")
+        return [a.learners]
+    if not a.learner_nodes:
+        return [0] + [1] * a.learners
+    try:
+        counts = [int(x) for x in a.learner_nodes.split(",")]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 0 or sum(counts) != a.learners:
+        error(f"--learner-nodes must be counts (0 or more) adding up to --learners ({a.learners}), "
+              f"got '{a.learner_nodes}'")
+    return counts
+
+
+def leaf_of(a, error):
+    """The leaf PS of each learner in rank order: --leaf-of, or the leaves' sizes in turn."""
+    if not a.leaf_of:
+        return [leaf for leaf, size in enumerate(a.leaves) for _ in range(size)]
+    try:
+        leaves = [int(x) for x in a.leaf_of.split(",")]
+    except ValueError:
+        leaves = []
+    if len(leaves) != a.learners or min(leaves, default=-1) < 0 or \
+            sorted(set(leaves)) != list(range(max(leaves) + 1)):
+        error(f"--leaf-of must name a leaf (0, 1, ..., none left out) for each of the {a.learners} learners, "
+              f"got '{a.leaf_of}'")
+    return leaves
+
+
 def leaf_sizes(a, error):
-    """The learners below each leaf PS: --leaf-sizes, or --learners-per-node to a node."""
+    """The learners below each leaf PS: --leaf-sizes, --leaf-of, or --learners-per-node to a node."""
+    if a.leaf_of and a.leaf_sizes:
+        error("--leaf-of and --leaf-sizes both place the learners: give one")
+    if a.leaf_of:
+        leaves = leaf_of(a, error)
+        return [leaves.count(leaf) for leaf in range(max(leaves) + 1)]
     if not a.leaf_sizes:
         g = a.learners_per_node
         return [min(g, a.learners - first) for first in range(0, a.learners, g)]

@@ -204,6 +204,76 @@ class Costs(unittest.TestCase):
             simulate(["--learners", "4", "--n", "5", "--compute-ms", "1", "--model-bytes", "1"])
 
 
+class Links(unittest.TestCase):
+    """Nodes joined by shaped links (--link-gbs): what crosses them, and their tbf bucket."""
+
+    ONE = ["--learners", "1", "--protocol", "hardsync", "--compute-ms", "10", "--compute-cv", "0",
+           "--model-bytes", "1e5", "--latency-us", "0", "--bandwidth-gbs", "1000", "--updates", "200",
+           "--link-gbs", "0.01"]  # a model crosses in 10 ms at the link's rate
+
+    def test_a_crossing_costs_the_bytes_beyond_the_bucket(self):
+        # One learner on another node: 10 ms computing, then its gradient crosses one way and the
+        # weights the other. With no bucket each crossing takes 10 ms: 30 ms an update. With a
+        # bucket of half a model, 5 ms (the 15 ms the link rests refill it). With one larger than
+        # the bytes a link carries in a cycle, the crossings are free: 10 ms.
+        for burst, rate in ((0, 1000 / 30), (5e4, 1000 / 20), (1e6, 100)):
+            r = simulate(self.ONE + ["--link-burst-bytes", str(burst)])
+            self.assertAlmostEqual(r["updates_per_s"], rate, delta=rate * 0.01, msg=f"burst {burst}")
+            self.assertAlmostEqual(r["link_mb_per_update"], 0.2, delta=0.002)
+
+    def test_learners_beside_the_ps_cross_no_link(self):
+        # Hardsync, 4 learners, a model taking 10 ms on the link: all 4 on another node send 4
+        # gradients through its link per update, 2 beside the PS and 2 away only 2.
+        args = ["--learners", "4", "--protocol", "hardsync", "--link-gbs", "0.01", "--model-bytes", "1e5",
+                "--compute-ms", "10", "--compute-cv", "0", "--latency-us", "0", "--bandwidth-gbs", "1000",
+                "--updates", "200"]
+        away = simulate(args + ["--learner-nodes", "0,4"])
+        half = simulate(args + ["--learner-nodes", "2,2"])
+        home = simulate(args + ["--learner-nodes", "4,0"])
+        self.assertAlmostEqual(away["link_mb_per_update"], 0.8, delta=0.01)
+        self.assertAlmostEqual(half["link_mb_per_update"], 0.4, delta=0.01)
+        self.assertEqual(home["link_mb_per_update"], 0.0)
+        self.assertAlmostEqual(home["updates_per_s"], 100.0, delta=1.0)
+        # Away: the 4 replies leave one after another (10 ms each), the last learner's gradient
+        # crosses 10 ms after its 10 ms of computing: 60 ms an update. Half: 40 ms.
+        self.assertAlmostEqual(away["updates_per_s"], 1000 / 60, delta=0.2)
+        self.assertAlmostEqual(half["updates_per_s"], 1000 / 40, delta=0.3)
+
+    def test_a_leaf_ps_sends_one_sum_across(self):
+        # 1-softsync, 8 learners on 2 nodes: one PS takes node 2's 4 gradients and sends its
+        # replies across; adv's leaf PS on node 2 sends one sum and takes one version instead.
+        args = ["--learners", "8", "--protocol", "softsync", "--n", "1", "--link-gbs", "1"] + FREE
+        base = simulate(args + ["--learner-nodes", "4,4"])
+        adv = simulate(args + ["--topology", "adv", "--leaf-sizes", "4,4"])
+        self.assertGreater(base["link_mb_per_update"], 6e-6)
+        self.assertLess(adv["link_mb_per_update"], 0.4 * base["link_mb_per_update"])
+        self.assertGreater(adv["link_mb_per_update"], 0.0)
+
+    def test_leaves_in_rank_order(self):
+        # --leaf-of names each learner's leaf PS in rank order: in turn, it is --leaf-sizes; mixed
+        # across 2 nodes, more of adv*'s broadcast crosses the link (the tree follows rank order).
+        args = ["--learners", "4", "--protocol", "softsync", "--n", "1", "--topology", "adv*"] + FREE
+        self.assertEqual(simulate(args + ["--leaf-sizes", "2,2"])["histogram"],
+                         simulate(args + ["--leaf-of", "0,0,1,1"])["histogram"])
+        linked = args + ["--link-gbs", "1"]
+        together = simulate(linked + ["--leaf-of", "0,0,1,1"])  # the root's 2 children beside it
+        mixed = simulate(linked + ["--leaf-of", "1,1,0,0"])     # both across
+        self.assertGreater(mixed["link_mb_per_update"], together["link_mb_per_update"])
+        for bad in (["--leaf-of", "0,2,2,0"], ["--leaf-of", "0,1,1"], ["--leaf-of", "0,1,x,1"],
+                    ["--leaf-of", "0,0,1,1", "--leaf-sizes", "2,2"]):
+            with self.assertRaises(SystemExit, msg=bad):
+                simulate(args + bad)
+
+    def test_bad_link_options(self):
+        for bad in (["--learner-nodes", "1,3"],  # no links
+                    ["--link-gbs", "1", "--learner-nodes", "1,2"],  # 3 of 4 learners
+                    ["--link-gbs", "1", "--learner-nodes", "a,b"],
+                    ["--link-gbs", "-1"],
+                    ["--link-gbs", "1", "--learner-nodes", "2,2", "--topology", "adv"]):
+            with self.assertRaises(SystemExit, msg=bad):
+                simulate(["--learners", "4", "--compute-ms", "1", "--model-bytes", "1"] + bad)
+
+
 class TimelineLags(unittest.TestCase):
     def timeline(self, spans):
         import json
@@ -269,6 +339,48 @@ class Validate(unittest.TestCase):
         self.assertEqual(a[3], "2")  # runs
         self.assertAlmostEqual(float(a[4]), (50.0 + 300.0) / 2, delta=0.05)  # updates/s: 100 / 2 s and 300 / 1 s
         self.assertEqual(a[7], "4.00 (3.00-5.00)")  # mean staleness (range)
+
+    def sweep_folder(self, runs):
+        """A collected sweep of 4-learner base runs: (name, protocol, updates, seconds) each."""
+        import csv
+        import tempfile
+        out = tempfile.mkdtemp()
+        self.addCleanup(__import__("shutil").rmtree, out)
+        fields = ["run", "protocol", "n", "learners", "mode", "topology", "seed", "epoch", "elapsed_s", "updates",
+                  "staleness_mean", "overlap_ratio"]
+        with open(os.path.join(out, "runs.csv"), "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=fields)
+            w.writeheader()
+            for name, proto, updates, seconds in runs:
+                w.writerow({"run": name, "protocol": proto, "n": 1, "learners": 4, "mode": "base", "topology": "base",
+                            "seed": 1, "epoch": 1, "elapsed_s": seconds, "updates": updates,
+                            "staleness_mean": 0.5, "overlap_ratio": 0.5})
+        return out
+
+    def test_compute_fitted_on_one_host_then_the_links(self):
+        # Hardsync at 20 updates/s on one host. Across nodes with a link that carries a model in
+        # no time, the fitted simulation runs as fast as the host's; with a 1 MB/s link (0.1 s a
+        # model; at 2 ranks per node all 4 learners are away from the PS, their 4 gradients cross
+        # into its node one after another) it runs under 2.5 updates/s.
+        import subprocess
+        host = self.sweep_folder([("h", "hardsync", 200, 10.0)])
+        across = self.sweep_folder([("x", "hardsync", 50, 10.0)])
+        here = os.path.dirname(os.path.abspath(__file__))
+        common = [sys.executable, os.path.join(here, "validate.py"), across, "--host", host, "--model-bytes", "1e5",
+                  "--compute-cv", "0", "--ranks-per-node", "2", "--updates", "200"]
+
+        def simulated(*link):
+            table = subprocess.run(common + list(link), capture_output=True, text=True, check=True).stdout
+            row = next(line for line in table.splitlines() if line.startswith("| hardsync"))
+            cells = [c.strip() for c in row.split("|")[1:-1]]
+            self.assertAlmostEqual(float(cells[13]), 20.0, delta=0.05)  # the host's rate, shown
+            return float(cells[5])
+
+        self.assertAlmostEqual(simulated("--link-gbs", "1000"), 20.0, delta=20.0 * 0.03)
+        self.assertLess(simulated("--link-gbs", "0.001"), 2.5)
+        no_placement = subprocess.run(common[:-4] + ["--link-gbs", "1"], capture_output=True, text=True)
+        self.assertNotEqual(no_placement.returncode, 0)
+        self.assertIn("--ranks-per-node", no_placement.stderr)
 
 
 if __name__ == "__main__":

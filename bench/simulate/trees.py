@@ -1,9 +1,9 @@
 """Rudra-adv and Rudra-adv* in the discrete-event model of simulate.py, as `rudra dist --topology`
 builds them (dist/ps/topology.h, dist/ps/relay_server.h, dist/ps/weight_broadcast.h):
 
-- Learners sit on nodes of `learners_per_node` (or `--leaf-sizes`), each node with a leaf PS (a relay). A learner
-  pushes its gradient to its relay over the node's link (node latency and bandwidth; the relay
-  takes one message at a time each way). The relay adds it (grad_ms of its own core) to a sum;
+- Learners sit on nodes of `learners_per_node` (or `--leaf-sizes`, or `--leaf-of` in rank
+  order), each node with a leaf PS (a relay). A learner pushes its gradient to its relay over
+  the node's link (node latency and bandwidth; the relay takes one message at a time each way). The relay adds it (grad_ms of its own core) to a sum;
   once the sum holds the relay's share of an update (c * its learners / lambda, at least 1) and
   the previous sum has left, the sum goes up to the root over the relay's own link and the
   root's incoming one. The root counts every gradient in a sum as if it had come alone and
@@ -18,6 +18,9 @@ builds them (dist/ps/topology.h, dist/ps/relay_server.h, dist/ps/weight_broadcas
   version after the one their last gradient was computed from. With forward_core_ms a forward
   takes that much core time per child, shared with the computations (a node whose learners
   forward on the cores they compute on), instead of link time.
+- With links between nodes (simulate.py's link_gbs), each leaf PS and its learners are a node,
+  the root on the first: a sum going up, a leaf's pull and its answer, and a version broadcast
+  from one node to another cross the nodes' links.
 """
 from collections import deque
 
@@ -46,13 +49,13 @@ class TreeSim(Sim):
         super().__init__(a)
         lam = a.learners
         self.star = a.topology == "adv*"
-        self.relay_of = []
+        self.relay_of = list(a.leaf_of)  # each learner's leaf PS, learners in rank order
         self.relays = []
-        for size in a.leaves:  # the learners below each leaf PS, in rank order
-            members = list(range(len(self.relay_of), len(self.relay_of) + size))
-            self.relay_of += [len(self.relays)] * size
+        for leaf in range(len(a.leaves)):
+            members = [i for i in range(lam) if self.relay_of[i] == leaf]
             self.relays.append(Relay(members, max(1, self.per_update * len(members) // lam)))
         self.have = [0] * lam
+        self.node_of = list(self.relay_of)  # each leaf PS's node; the first also holds the root
         self.root_waiting = []       # adv: relays whose pull waits for a newer version
         # adv*: each sender's (the root's, key -1, and every learner's) newest unsent version
         self.pending = {}
@@ -136,19 +139,18 @@ class TreeSim(Sim):
         if relay.sending or len(relay.items) < relay.share:
             return
         items, relay.items = relay.items, []
-        arrive, left = self.transfer(self.a.model_bytes, True, relay.up_free)
+        left = self.to_ps(self.a.model_bytes, relay.up_free, self.relays.index(relay), self.ps_message,
+                          ("sum", relay, items))
         relay.up_free = left
         relay.sending = True
         self.at(left, self.sum_left, relay)
-        self.at(arrive, self.ps_message, ("sum", relay, items))
 
     def sum_left(self, relay):
         relay.sending = False
         self.send_up(relay)
 
     def relay_pull(self, relay):
-        arrive, _ = self.transfer(self.a.request_bytes, True, relay.up_free)
-        self.at(arrive, self.ps_message, ("rpull", relay))
+        self.to_ps(self.a.request_bytes, relay.up_free, self.relays.index(relay), self.ps_message, ("rpull", relay))
 
     def relay_got_weights(self, relay, ts):
         relay.ts = max(relay.ts, ts)
@@ -181,7 +183,7 @@ class TreeSim(Sim):
         self.ps_next_after(sent)  # the leaves' pulls are answered as a learner's are: blocking
 
     def reply_relay(self, relay):
-        arrive, left = self.transfer(self.a.model_bytes, False, 0.0)
+        arrive, left = self.transfer(self.a.model_bytes, False, 0.0, self.relays.index(relay))
         self.at(arrive, self.relay_got_weights, relay, self.ts)
         return left
 
@@ -207,9 +209,10 @@ class TreeSim(Sim):
             return
         for child in self.children(sender):
             if sender < 0:
-                arrive, left = self.transfer(a.model_bytes, False, 0.0)
+                arrive, left = self.transfer(a.model_bytes, False, 0.0, self.node_of[child])
             else:
-                start = max(self.now, self.link_free[sender])
+                start = self.cross(self.node_of[sender], self.node_of[child], a.model_bytes,
+                                   max(self.now, self.link_free[sender]))
                 left = self.link_free[sender] = start + a.model_bytes / (a.bandwidth_gbs * 1e9) + self.message_hold()
                 arrive = left + a.latency_us * 1e-6
             self.at(arrive, self.got_version, child, version)
@@ -217,7 +220,8 @@ class TreeSim(Sim):
 
     def forwarded(self, sender, version):
         for child in self.children(sender):
-            self.at(self.now + self.a.latency_us * 1e-6, self.got_version, child, version)
+            through = self.cross(self.node_of[sender], self.node_of[child], self.a.model_bytes, self.now)
+            self.at(through + self.a.latency_us * 1e-6, self.got_version, child, version)
         self.broadcast_left(sender)
 
     def broadcast_left(self, sender):

@@ -13,11 +13,22 @@ pair of its own rank count (learners + 2), or the nearest. --request-lag-ms and
 from --timeline runs (Rudra-base runs only).
 
 Runs on the adv and adv* trees are simulated with the run's own layout (its start line in
-metrics.jsonl: the learners below each leaf PS, the broadcast's fan-out); every link of one
+metrics.jsonl: each learner's leaf PS, the broadcast's fan-out); every link of one
 machine costs the same, so the node links take --latency-us and --bandwidth-gbs too.
 
+Runs across the emulated cluster's nodes (tools/vcluster) take --link-gbs, --link-burst-bytes and
+--link-latency-us, the links as tc shapes them, and --ranks-per-node, how mpiexec placed the ranks
+(-ppn): a base run's learners (ranks 2, 3, ...) are on the node of rank // ranks-per-node, the PS
+(rank 0) on the first; a tree run's nodes are its layout's leaf PSs. --host SWEEP fits each
+configuration's --compute-ms to its rate in SWEEP (the same grid on one host, or across unshaped
+links), simulated without links, so that the links alone set OUT's runs apart:
+
+  python3 bench/simulate/validate.py runs/links-100m --host runs/links-10g --model-bytes 334032 \
+      --cores 2 ... --link-gbs 0.0125 --link-burst-bytes 162000 --ranks-per-node 2
+
 Measured updates per second: the last epoch line's updates over its elapsed seconds (set-up
-excluded: the PS's clock starts with training); measured staleness: the run's staleness.json.
+excluded: the PS's clock starts with training; a warm start's source's seconds excluded);
+measured staleness: the run's staleness.json.
 Runs of one configuration with different seeds (the grid's repeats) are one row: the means of
 their figures, and the range of their staleness, which shows how much a measurement moves
 between two runs of the same settings.
@@ -33,7 +44,8 @@ from simulate import simulate  # noqa: E402
 
 
 def tree_layout(run_dir):
-    """(leaf sizes, broadcast fan-out, ranks) of a run on a tree, from its metrics' start line; None for base."""
+    """(each learner's leaf PS in rank order, broadcast fan-out, ranks) of a run on a tree, from its
+    metrics' start line; None for base."""
     path = os.path.join(run_dir, "metrics.jsonl")
     if not os.path.exists(path):
         return None
@@ -44,8 +56,16 @@ def tree_layout(run_dir):
         return None
     ranks = layout["ranks"]
     leaves = [r["rank"] for r in ranks if r["role"] == "leaf parameter server"]
-    sizes = [sum(1 for r in ranks if r["role"] == "learner" and r.get("parent") == leaf) for leaf in leaves]
-    return [s for s in sizes if s > 0], layout.get("broadcast_fan_out", 2), len(ranks)
+    learners = sorted((r for r in ranks if r["role"] == "learner"), key=lambda r: r["rank"])
+    used = [leaf for leaf in leaves if any(r.get("parent") == leaf for r in learners)]
+    return [used.index(r["parent"]) for r in learners], layout.get("broadcast_fan_out", 2), len(ranks)
+
+
+def own_seconds(row, last):
+    """A run's own training time: a warm-started run's elapsed_s also counts its source's (the
+    sweep's time axis), its updates do not."""
+    source = last.get(row.get("warm_start_from") or "")
+    return float(row["elapsed_s"]) - (float(source["elapsed_s"]) if source else 0.0)
 
 
 def simulate_like(argv, run_updates, at_least):
@@ -67,16 +87,52 @@ def simulate_like(argv, run_updates, at_least):
             "overlap_ratio": overlap / seed}
 
 
+def sweep(out):
+    """(each run's last epoch row by name, the runs of each configuration) of a collected sweep."""
+    rows = list(csv.DictReader(open(os.path.join(out, "runs.csv"))))
+    last = {}
+    for r in rows:
+        if r["run"] not in last or int(r["epoch"]) > int(last[r["run"]]["epoch"]):
+            last[r["run"]] = r
+    # The runs of one configuration (repeats with other seeds) together.
+    configs = {}
+    for r in last.values():
+        key = (r["protocol"], r["n"], r["topology"], int(r["learners"]), r.get("mode"))
+        configs.setdefault(key, []).append(r)
+    return last, configs
+
+
+def measured(out, runs, last):
+    """(updates/s, mean staleness, the runs' staleness, overlap or nan, updates) of a configuration's runs."""
+    stales = []
+    for x in runs:
+        stale_path = os.path.join(out, x["run"], "staleness.json")
+        stales.append(json.load(open(stale_path))["mean"] if os.path.exists(stale_path)
+                      else float(x["staleness_mean"]))
+    rate = sum(float(x["updates"]) / own_seconds(x, last) for x in runs) / len(runs)
+    overlaps = [float(x["overlap_ratio"]) for x in runs if x.get("overlap_ratio")]
+    overlap = sum(overlaps) / len(overlaps) if overlaps else float("nan")
+    updates = round(sum(int(x["updates"]) for x in runs) / len(runs))
+    return rate, sum(stales) / len(stales), stales, overlap, updates
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("out", help="a sweep's folder, collected (runs.csv)")
+    p.add_argument("--host", default="",
+                   help="the same sweep run on one host (collected): each configuration's --compute-ms is fitted "
+                        "to its updates/s there, without links, so that only the links set the runs of OUT apart")
     for name, default in (("compute-ms", None), ("model-bytes", None), ("cores", "0"), ("latency-us", "5"),
                           ("bandwidth-gbs", "10"), ("update-ms", "0"), ("grad-ms", "0"), ("request-us", "2"),
                           ("compute-cv", "0.1"), ("updates", "3000"), ("message-us", "0"),
                           ("crowding-cost", "0"), ("request-lag-ms", "0"),
-                          ("request-lag-gradients", "0"), ("forward-core-ms", "0"), ("message-load-us", "0")):
-        p.add_argument("--" + name, required=default is None, default=default)
+                          ("request-lag-gradients", "0"), ("forward-core-ms", "0"), ("message-load-us", "0"),
+                          ("link-gbs", "0"), ("link-burst-bytes", "0"), ("link-latency-us", "0"),
+                          ("ranks-per-node", "0")):
+        p.add_argument("--" + name, required=default is None and name != "compute-ms", default=default)
     a = p.parse_args()
+    if a.compute_ms is None and not a.host:
+        p.error("--compute-ms is needed (or --host, to fit it)")
     def per_ranks(option, text):
         try:
             pairs = {int(k): float(v) for k, v in (x.split("=") for x in text.split(","))} \
@@ -88,24 +144,62 @@ def main():
     latency_us = per_ranks("--latency-us", a.latency_us)
     request_lag_ms = per_ranks("--request-lag-ms", a.request_lag_ms)
     request_lag_gradients = per_ranks("--request-lag-gradients", a.request_lag_gradients)
-    rows = list(csv.DictReader(open(os.path.join(a.out, "runs.csv"))))
-    last = {}
-    for r in rows:
-        if r["run"] not in last or int(r["epoch"]) > int(last[r["run"]]["epoch"]):
-            last[r["run"]] = r
-    # The runs of one configuration (repeats with other seeds) together.
-    configs = {}
-    for r in last.values():
-        key = (r["protocol"], r["n"], r["topology"], int(r["learners"]), r.get("mode"))
-        configs.setdefault(key, []).append(r)
-    costs = ["--compute-ms", a.compute_ms, "--model-bytes", a.model_bytes, "--cores", a.cores,
+    last, configs = sweep(a.out)
+    host_last, host_configs = sweep(a.host) if a.host else ({}, {})
+    costs = ["--model-bytes", a.model_bytes, "--cores", a.cores,
              "--bandwidth-gbs", a.bandwidth_gbs, "--update-ms", a.update_ms,
              "--grad-ms", a.grad_ms, "--crowding-cost", a.crowding_cost, "--request-us", a.request_us,
              "--compute-cv", a.compute_cv, "--forward-core-ms", a.forward_core_ms,
              "--message-load-us", a.message_load_us]
+    links = ["--link-gbs", a.link_gbs, "--link-burst-bytes", a.link_burst_bytes, "--link-latency-us", a.link_latency_us]
+    ppn = int(a.ranks_per_node)
+    if float(a.link_gbs) > 0 and ppn < 1:
+        p.error("--link-gbs needs --ranks-per-node: how mpiexec placed the run's ranks on the nodes")
+
+    def row_args(out, r, across):
+        """The simulator's arguments for run r of sweep OUT (its protocol, tree layout, costs; the
+        links where `across`), all but --compute-ms."""
+        proto = r["protocol"]
+        if proto == "hardsync":
+            args = ["--protocol", "hardsync"]
+        elif proto == "async":
+            args = ["--protocol", "async"]
+        else:
+            args = ["--protocol", "softsync", "--n", r["n"]]
+        ranks = int(r["learners"]) + 2
+        tree = tree_layout(os.path.join(out, r["run"]))
+        if tree:
+            leaf_of, fan_out, ranks = tree
+            args += ["--topology", r["topology"], "--leaf-of", ",".join(map(str, leaf_of)),
+                     "--broadcast-fan-out", str(fan_out), "--node-latency-us", str(latency_us(ranks)),
+                     "--node-bandwidth-gbs", a.bandwidth_gbs]
+        elif across and float(a.link_gbs) > 0:
+            nodes = [(rank + 2) // ppn for rank in range(int(r["learners"]))]
+            args += ["--learner-nodes", ",".join(str(nodes.count(n)) for n in range(max(nodes) + 1))]
+        if r.get("mode") == "overlap":
+            args += ["--mode", "overlap"]
+        elif not tree:
+            args += ["--request-lag-ms", str(request_lag_ms(ranks)),
+                     "--request-lag-gradients", str(request_lag_gradients(ranks))]
+        return ["--learners", r["learners"], "--message-us", str(message_us(ranks)),
+                "--latency-us", str(latency_us(ranks))] + args + costs + (links if across else [])
+
+    def fit_compute(key):
+        """The --compute-ms whose simulation without links runs as many updates/s as the host's runs."""
+        runs = host_configs[key]
+        target, _, _, _, updates = measured(a.host, runs, host_last)
+        argv = row_args(a.host, runs[0], False)
+        lo, hi = 0.1, 500.0
+        for _ in range(16):  # bisection on a log scale: the rate falls as a mini-batch takes longer
+            mid = (lo * hi) ** 0.5
+            rate = simulate_like(argv + ["--compute-ms", str(mid)], updates, 1000)["updates_per_s"]
+            lo, hi = (mid, hi) if rate > target else (lo, mid)
+        return (lo * hi) ** 0.5, target
+
+    fitted = " | compute ms fitted | updates/s of the --host runs" if a.host else ""
     print("| protocol | topology | lambda | runs | updates/s measured | simulated | ratio | mean staleness measured "
-          "(range) | simulated | difference | overlap measured | simulated |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          f"(range) | simulated | difference | overlap measured | simulated{fitted} |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if a.host else ""))
     worst_rate = worst_stale = worst_overlap = 0.0
     skipped = []
     for key in sorted(configs, key=lambda k: (k[0], k[2], k[3])):
@@ -115,46 +209,23 @@ def main():
         if proto in ("allreduce", "easgd") or proto.startswith("gossip"):
             skipped.extend(f"{x['run']} ({proto}: the simulator models the parameter-server protocols only)" for x in runs)
             continue
-        if proto == "hardsync":
-            args = ["--protocol", "hardsync"]
-        elif proto == "async":
-            args = ["--protocol", "async"]
-        else:
-            args = ["--protocol", "softsync", "--n", r["n"]]
-        stales = []
-        for x in runs:
-            stale_path = os.path.join(a.out, x["run"], "staleness.json")
-            stales.append(json.load(open(stale_path))["mean"] if os.path.exists(stale_path)
-                          else float(x["staleness_mean"]))
-        measured_stale = sum(stales) / len(stales)
-        measured_rate = sum(float(x["updates"]) / float(x["elapsed_s"]) for x in runs) / len(runs)
-        overlaps = [float(x["overlap_ratio"]) for x in runs if x.get("overlap_ratio")]
-        measured_overlap = sum(overlaps) / len(overlaps) if overlaps else float("nan")
-        run_updates = round(sum(int(x["updates"]) for x in runs) / len(runs))
-        ranks = int(r["learners"]) + 2
-        tree = tree_layout(os.path.join(a.out, r["run"]))
-        if tree:
-            sizes, fan_out, ranks = tree
-            args += ["--topology", r["topology"], "--leaf-sizes", ",".join(map(str, sizes)),
-                     "--broadcast-fan-out", str(fan_out), "--node-latency-us", str(latency_us(ranks)),
-                     "--node-bandwidth-gbs", a.bandwidth_gbs]
-        if r.get("mode") == "overlap":
-            args += ["--mode", "overlap"]
-        elif not tree:
-            args += ["--request-lag-ms", str(request_lag_ms(ranks)),
-                     "--request-lag-gradients", str(request_lag_gradients(ranks))]
-        s = simulate_like(["--learners", r["learners"], "--message-us", str(message_us(ranks)),
-                           "--latency-us", str(latency_us(ranks))] + args + costs, run_updates, int(a.updates))
-        ratio = s["updates_per_s"] / measured_rate
-        diff = (s["staleness_mean"] - measured_stale) / measured_stale if measured_stale > 0 else 0.0
+        if a.host and key not in host_configs:
+            skipped.extend(f"{x['run']} (no run of its configuration in {a.host})" for x in runs)
+            continue
+        rate, stale, stales, overlap, updates = measured(a.out, runs, last)
+        compute_ms, host_rate = fit_compute(key) if a.host else (float(a.compute_ms), None)
+        s = simulate_like(row_args(a.out, r, True) + ["--compute-ms", str(compute_ms)], updates, int(a.updates))
+        ratio = s["updates_per_s"] / rate
+        diff = (s["staleness_mean"] - stale) / stale if stale > 0 else 0.0
         worst_rate = max(worst_rate, abs(ratio - 1))
         worst_stale = max(worst_stale, abs(diff))
-        if overlaps:
-            worst_overlap = max(worst_overlap, abs(s["overlap_ratio"] - measured_overlap))
+        if overlap == overlap:
+            worst_overlap = max(worst_overlap, abs(s["overlap_ratio"] - overlap))
         spread = f" ({min(stales):.2f}-{max(stales):.2f})" if len(stales) > 1 else ""
-        print(f"| {proto} | {r['topology']} | {r['learners']} | {len(runs)} | {measured_rate:.1f} | {s['updates_per_s']:.1f} | "
-              f"{ratio:.2f} | {measured_stale:.2f}{spread} | {s['staleness_mean']:.2f} | {100 * diff:+.0f}% | "
-              f"{measured_overlap:.2f} | {s['overlap_ratio']:.2f} |")
+        extra = f" {compute_ms:.2f} | {host_rate:.1f} |" if a.host else ""
+        print(f"| {proto} | {r['topology']} | {r['learners']} | {len(runs)} | {rate:.1f} | {s['updates_per_s']:.1f} | "
+              f"{ratio:.2f} | {stale:.2f}{spread} | {s['staleness_mean']:.2f} | {100 * diff:+.0f}% | "
+              f"{overlap:.2f} | {s['overlap_ratio']:.2f} |{extra}")
     print(f"\nlargest error: updates/s {100 * worst_rate:.0f}%, mean staleness {100 * worst_stale:.0f}%, "
           f"overlap ratio {worst_overlap:.2f}")
     for line in skipped:
