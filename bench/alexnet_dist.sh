@@ -7,16 +7,18 @@
 # waiting), summed over the learners' timelines), rank 0's megabytes sent and received per update, rank 0's
 # time per update (its timeline's "gradient (and update)" spans, summed, over the updates), and
 # each rank's peak resident memory (VmHWM, read from /proc while it runs).
-# Usage: bench/alexnet_dist.sh [SET_DIR]   (the folder bench/alexnet_train.sh makes; default
+# Usage: bench/alexnet_dist.sh [SET_DIR]   (bench/imagenet_like_sets.sh's folder; default
 #        /tmp/rudra-imagenet-like, made when absent)
 #   LEARNERS (4), MU (32), UPDATES (12: an epoch is MU x LEARNERS x UPDATES images), EPOCHS (1),
-#   TOPOLOGIES ("base adv*"), MODE (overlap), RANKS_PER_NODE (4), RUDRA (build/rudra)
+#   TOPOLOGIES ("base adv*"), MODE (overlap), RANKS_PER_NODE (4), RUDRA (build/rudra);
+#   VCLUSTER=NAME: across the NODES (2) nodes of an emulated cluster that is up
+#   (tools/vcluster/rudra-vcluster), the ranks spread with mpiexec's -ppn, adv*'s nodes found by MPI
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-/tmp/rudra-imagenet-like}
 rudra=${RUDRA:-$PWD/build/rudra}
 learners=${LEARNERS:-4} mu=${MU:-32} updates=${UPDATES:-12} epochs=${EPOCHS:-1} mode=${MODE:-overlap} per_node=${RANKS_PER_NODE:-4}
-[ -d "$dir/alexnet/ilsvrc12_train_lmdb" ] || ITERATIONS=1 BATCHES=32 bench/alexnet_train.sh "$dir" >/dev/null
+bench/imagenet_like_sets.sh "$dir" "$rudra"
 sets=$dir/alexnet
 solver=models/alexnet/alexnet_paper_solver.prototxt
 tmp=$(mktemp -d)
@@ -43,13 +45,21 @@ for topology in ${TOPOLOGIES:-base adv*}; do
   ranks=$((learners + 2)) extra=()
   if [ "$topology" != base ]; then
     read -r ranks k < <(/usr/bin/python3 bench/adv_ranks.py "$learners" "$per_node")
-    extra=(--topology "$topology" --ranks-per-node "$k")
+    extra=(--topology "$topology")
+    [ -n "${VCLUSTER:-}" ] || extra+=(--ranks-per-node "$k")
+  fi
+  if [ -n "${VCLUSTER:-}" ]; then
+    nodes=${NODES:-2}
+    launch=(tools/vcluster/rudra-vcluster mpiexec --name "$VCLUSTER" -disable-auto-cleanup
+            -ppn $(((ranks + nodes - 1) / nodes)) -n "$ranks" "$rudra" dist)
+  else
+    launch=(env RUDRA="$rudra" tools/rudra-launch -n "$ranks")
   fi
   run=$tmp/$topology
   : >"$run.mem"
   watch_memory "$run.mem" &
   watcher=$!
-  RUDRA=$rudra timeout -k 10 1800 tools/rudra-launch -n "$ranks" "$solver" --data "$sets" --batch "$mu" \
+  timeout -k 10 1800 "${launch[@]}" "$solver" --data "$sets" --batch "$mu" \
     --protocol softsync --n 1 --mode "$mode" --train-limit $((mu * learners * updates)) --test-limit 50 --epochs "$epochs" \
     --timeline "$run.trace.json" ${DIST_OPTIONS:-} "${extra[@]}" -o "$run" >"$run.log" 2>&1 || {
     kill "$watcher" 2>/dev/null || true

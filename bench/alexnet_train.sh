@@ -15,17 +15,8 @@ dir=${1:-/tmp/rudra-imagenet-like}
 rudra=${RUDRA:-$PWD/build/rudra}
 threads=${THREADS:-2}
 iterations=${ITERATIONS:-6}
-[ -d "$dir/train" ] || /usr/bin/python3 tools/data/make_imagenet_like.py "$dir" --train 4000 --val 0 --classes 100
+bench/imagenet_like_sets.sh "$dir" "$rudra"
 sets=$dir/alexnet
-mkdir -p "$sets"
-[ -d "$sets/ilsvrc12_train_lmdb" ] || "$rudra" convert "$dir/train" "$sets/ilsvrc12_train_lmdb" \
-  --resize-height 256 --resize-width 256 --encoded --shuffle >/dev/null
-[ -d "$dir/alexnet_raw/ilsvrc12_train_lmdb" ] || "$rudra" convert "$dir/train" "$dir/alexnet_raw/ilsvrc12_train_lmdb" \
-  --resize-height 256 --resize-width 256 --shuffle >/dev/null
-for d in "$sets" "$dir/alexnet_raw"; do
-  [ -e "$d/ilsvrc12_val_lmdb" ] || ln -s ilsvrc12_train_lmdb "$d/ilsvrc12_val_lmdb"
-  [ -s "$d/imagenet_mean.binaryproto" ] || "$rudra" mean "$sets/ilsvrc12_train_lmdb" "$d/imagenet_mean.binaryproto" >/dev/null
-done
 cat "$sets/ilsvrc12_train_lmdb/data.mdb" "$dir/alexnet_raw/ilsvrc12_train_lmdb/data.mdb" >/dev/null
 peak=$("$rudra" bench mb1ic16ih8oc16oh8kh3ph1 --threads "$threads" --backends own --passes fwd 2>&1 |
   sed -n 's/^peak (FMA loop.*): \([0-9.]*\) GFLOP\/s.*/\1/p' | head -1)

@@ -41,7 +41,8 @@ std::string error_of(const std::function<void()>& f) {
 }  // namespace
 
 TEST_CASE("IDX: plain and gzip files read the same") {
-    const std::string dir = temp_dir("idx");
+    const TempDir dir_folder("idx");
+    const std::string dir = dir_folder.str();
     write_bytes(dir + "/i", idx_images(7, 4, 5));
     write_bytes(dir + "/l", idx_labels(7));
     write_bytes(dir + "/i.gz", idx_images(7, 4, 5), true);
@@ -59,7 +60,8 @@ TEST_CASE("IDX: plain and gzip files read the same") {
 }
 
 TEST_CASE("IDX: truncated, empty and malformed files name the file and the problem") {
-    const std::string dir = temp_dir("idxbad");
+    const TempDir dir_folder("idxbad");
+    const std::string dir = dir_folder.str();
     write_bytes(dir + "/l", idx_labels(7));
     auto images = idx_images(7, 4, 5);
     auto cut = images;
@@ -97,7 +99,8 @@ TEST_CASE("IDX: truncated, empty and malformed files name the file and the probl
 }
 
 TEST_CASE("CIFAR-10 binary: records, truncation, bad labels, directory detection") {
-    const std::string dir = temp_dir("cifar");
+    const TempDir dir_folder("cifar");
+    const std::string dir = dir_folder.str();
     write_bytes(dir + "/data_batch_1.bin", cifar_records(5));
     write_bytes(dir + "/data_batch_2.bin", cifar_records(3));
     write_bytes(dir + "/test_batch.bin", cifar_records(4));
@@ -119,7 +122,8 @@ TEST_CASE("CIFAR-10 binary: records, truncation, bad labels, directory detection
     write_bytes(dir + "/empty.bin", {});
     CHECK(error_of([&] { read_cifar10({dir + "/empty.bin"}); }) == dir + "/empty.bin: empty file");
     CHECK(error_of([&] { load_train_test(dir + "/nowhere"); }).find("does not exist") != std::string::npos);
-    const std::string empty_dir = temp_dir("nodata");
+    const TempDir empty_dir_folder("nodata");
+    const std::string empty_dir = empty_dir_folder.str();
     CHECK(error_of([&] { load_train_test(empty_dir); }).find("no data set found") != std::string::npos);
 }
 

@@ -28,6 +28,7 @@
 #include "session/exit_codes.h"
 #include "session/single_node_run.h"
 #include "test/small_net.h"
+#include "test/test_files.h"
 
 using namespace rudra;
 using namespace rudra::dist::run;
@@ -115,15 +116,6 @@ std::vector<nlohmann::json> epoch_lines(const fs::path& dir) {
     return out;
 }
 
-struct TempDir {
-    fs::path path = fs::temp_directory_path() / ("rudra-test-dist-run-" + std::to_string(getpid()));
-    TempDir() {
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TempDir() { fs::remove_all(path); }
-};
-
 }  // namespace
 
 TEST_CASE("--checkpoint-every: due after N steps or S seconds since the last checkpoint of any reason; 0 never") {
@@ -166,25 +158,25 @@ TEST_CASE("methods: each protocol has one registry entry; an option of another m
 }
 
 TEST_CASE("all-reduce roles: a stop checkpoints where the run stood; the resumed run ends with the uninterrupted run's weights") {
-    const TempDir tmp;
+    const test::TempDir tmp("dist-run");
     const data::TrainTest sets = test::small_train_test();
     const Setup setup = small_setup();
     const int learners = 2;
 
-    const DistOptions whole = small_options("allreduce", tmp.path / "whole");
+    const DistOptions whole = small_options("allreduce", tmp.path() / "whole");
     fs::create_directories(whole.output);
     const JobResult w = run_decentralized_job(whole, setup, sets, learners, -1);
     CHECK(w.codes == std::vector<int>{0, 0, 0});
-    const nn::Snapshot expected = nn::read_snapshot((tmp.path / "whole" / "final.rudra").string());
+    const nn::Snapshot expected = nn::read_snapshot((tmp.path() / "whole" / "final.rudra").string());
     CHECK(expected.iteration == 18);  // 3 epochs of 6 steps
-    CHECK(epoch_lines(tmp.path / "whole").size() == 3);
+    CHECK(epoch_lines(tmp.path() / "whole").size() == 3);
 
-    const DistOptions part = small_options("allreduce", tmp.path / "part");
+    const DistOptions part = small_options("allreduce", tmp.path() / "part");
     fs::create_directories(part.output);
     // Rank 0 is asked before each step: the learners stop together after the step asked during.
     const JobResult stopped = run_decentralized_job(part, setup, sets, learners, 8);
     CHECK(stopped.codes[0] == session::kExitStopped);
-    CHECK(!fs::exists(tmp.path / "part" / "final.rudra"));
+    CHECK(!fs::exists(tmp.path() / "part" / "final.rudra"));
     const DistCheckpoint ck = read_dist_checkpoint(part.output);
     CHECK(ck.meta.at("reason") == "signal");
     CHECK(ck.meta.at("protocol") == "allreduce");
@@ -192,7 +184,7 @@ TEST_CASE("all-reduce roles: a stop checkpoints where the run stood; the resumed
     CHECK(ck.samples() == 9 * learners * 4);
     CHECK(ck.epoch() == 1);
     CHECK(ck.learners() == learners);
-    CHECK(epoch_lines(tmp.path / "part").size() == 1);
+    CHECK(epoch_lines(tmp.path() / "part").size() == 1);
     // One format for train and dist: `rudra train --resume` refuses it by name, as `rudra dist
     // --resume` refuses a single-node run's.
     session::TrainingSession single(setup.spec, sets, {.train_net = true, .test_net = true, .solver = true});
@@ -203,7 +195,7 @@ TEST_CASE("all-reduce roles: a stop checkpoints where the run stood; the resumed
     nn::Snapshot single_snapshot = ck.snapshot;
     single_snapshot.metadata = session::checkpoint_metadata(
         {session::kSingleNode, "end", 1, false, 0.0, {{"learners", 1}}, {{"timestamp", 9}, {"samples", 72}, {"applied", {9}}}});
-    const std::string single_path = (tmp.path / "single.rudra").string();
+    const std::string single_path = (tmp.path() / "single.rudra").string();
     nn::write_snapshot(single_path, single_snapshot);
     CHECK_THROWS_WITH_AS(read_dist_checkpoint(single_path), doctest::Contains("a single-node run's checkpoint"),
                          std::runtime_error);
@@ -211,23 +203,23 @@ TEST_CASE("all-reduce roles: a stop checkpoints where the run stood; the resumed
 
     const JobResult resumed = resume_job(part, setup, sets, learners);
     CHECK(resumed.codes == std::vector<int>{0, 0, 0});
-    const nn::Snapshot got = nn::read_snapshot((tmp.path / "part" / "final.rudra").string());
+    const nn::Snapshot got = nn::read_snapshot((tmp.path() / "part" / "final.rudra").string());
     CHECK(got.iteration == expected.iteration);
     CHECK(got.samples_seen == expected.samples_seen);
     REQUIRE(got.params.size() == expected.params.size());
     CHECK(got.params == expected.params);  // bit for bit
     CHECK(got.history == expected.history);
-    const std::vector<nlohmann::json> epochs = epoch_lines(tmp.path / "part");
+    const std::vector<nlohmann::json> epochs = epoch_lines(tmp.path() / "part");
     REQUIRE(epochs.size() == 3);  // each epoch logged once
     for (int e = 0; e < 3; ++e) CHECK(epochs[static_cast<size_t>(e)].value("epoch", -1) == e + 1);
 }
 
 TEST_CASE("gossip roles: a stop within an epoch checkpoints the learners' steps; the resumed run completes every epoch once") {
-    const TempDir tmp;
+    const test::TempDir tmp("dist-run");
     const data::TrainTest sets = test::small_train_test();
     const Setup setup = small_setup();
     const int learners = 2;
-    DistOptions o = small_options("gossip-pull", tmp.path / "g");
+    DistOptions o = small_options("gossip-pull", tmp.path() / "g");
     o.tau = 2;
     fs::create_directories(o.output);
     const JobResult stopped = run_decentralized_job(o, setup, sets, learners, 8);
@@ -237,13 +229,13 @@ TEST_CASE("gossip roles: a stop within an epoch checkpoints the learners' steps;
     CHECK(ck.epoch() == 1);
     CHECK(ck.samples() > 48);
     CHECK(ck.samples() < 96);
-    CHECK(!fs::exists(tmp.path / "g" / "final.rudra"));
+    CHECK(!fs::exists(tmp.path() / "g" / "final.rudra"));
 
     const JobResult resumed = resume_job(o, setup, sets, learners);
     CHECK(resumed.codes == std::vector<int>{0, 0, 0});
-    const nn::Snapshot final_snap = nn::read_snapshot((tmp.path / "g" / "final.rudra").string());
+    const nn::Snapshot final_snap = nn::read_snapshot((tmp.path() / "g" / "final.rudra").string());
     CHECK(final_snap.samples_seen == 3 * 48);
-    const std::vector<nlohmann::json> epochs = epoch_lines(tmp.path / "g");
+    const std::vector<nlohmann::json> epochs = epoch_lines(tmp.path() / "g");
     REQUIRE(epochs.size() == 3);
     for (int e = 0; e < 3; ++e) CHECK(epochs[static_cast<size_t>(e)].value("epoch", -1) == e + 1);
 }

@@ -11,12 +11,27 @@
 
 namespace rudra::test {
 
-inline std::string temp_dir(const std::string& name) {
-    auto p = std::filesystem::temp_directory_path() / ("rudra-test-" + name + "-" + std::to_string(::getpid()));
-    std::filesystem::remove_all(p);
-    std::filesystem::create_directories(p);
-    return p.string();
-}
+// A fresh folder for one test's files, removed with everything in it when the test ends.
+class TempDir {
+public:
+    explicit TempDir(const std::string& name)
+        : path_((std::filesystem::temp_directory_path() / ("rudra-test-" + name + "-" + std::to_string(::getpid())))
+                    .string()) {
+        std::filesystem::remove_all(path_);
+        std::filesystem::create_directories(path_);
+    }
+    ~TempDir() {
+        std::error_code ignored;
+        std::filesystem::remove_all(path_, ignored);
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    const std::string& str() const { return path_; }
+    std::filesystem::path path() const { return path_; }
+
+private:
+    std::string path_;
+};
 
 inline void write_bytes(const std::string& path, const std::vector<uint8_t>& b, bool gzip = false) {
     if (gzip) {

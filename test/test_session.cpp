@@ -46,7 +46,8 @@ std::string error_of(const std::function<void()>& f) {
 }  // namespace
 
 TEST_CASE("a fresh run takes an empty folder, and creates it") {
-    const std::string dir = test::temp_dir("folder-fresh") + "/a/b";
+    const test::TempDir dir_folder("folder-fresh");
+    const std::string dir = dir_folder.str() + "/a/b";
     {
         const RunFolder f(dir, RunFolder::Start::Fresh, "--resume " + dir);
         CHECK(fs::is_directory(dir));
@@ -59,7 +60,8 @@ TEST_CASE("a fresh run takes an empty folder, and creates it") {
 }
 
 TEST_CASE("a fresh run refuses another run's files and leaves them byte for byte; --overwrite removes only them") {
-    const std::string dir = test::temp_dir("folder-occupied");
+    const test::TempDir dir_folder("folder-occupied");
+    const std::string dir = dir_folder.str();
     std::ofstream(dir + "/metrics.jsonl") << "{\"event\":\"start\"}\n";
     std::ofstream(dir + "/checkpoint.rudra") << "weights";
     std::ofstream(dir + "/final.rudra") << "final";
@@ -81,7 +83,8 @@ TEST_CASE("a fresh run refuses another run's files and leaves them byte for byte
 }
 
 TEST_CASE("a second live run on one folder is refused, naming the holder; the lock goes with its holder") {
-    const std::string dir = test::temp_dir("folder-locked");
+    const test::TempDir dir_folder("folder-locked");
+    const std::string dir = dir_folder.str();
     std::optional<RunFolder> first;
     first.emplace(dir, RunFolder::Start::Fresh, "");
     for (const auto start : {RunFolder::Start::Fresh, RunFolder::Start::Resume, RunFolder::Start::Overwrite}) {
@@ -115,7 +118,8 @@ TEST_CASE("a second live run on one folder is refused, naming the holder; the lo
 }
 
 TEST_CASE("a folder that cannot be made is a write error naming it") {
-    const std::string dir = test::temp_dir("folder-file");
+    const test::TempDir dir_folder("folder-file");
+    const std::string dir = dir_folder.str();
     std::ofstream(dir + "/plain") << "a file where a folder should go";
     CHECK_THROWS_WITH_AS(RunFolder(dir + "/plain/out", RunFolder::Start::Fresh, ""),
                          doctest::Contains((dir + "/plain/out: cannot create the output folder").c_str()),
@@ -123,7 +127,8 @@ TEST_CASE("a folder that cannot be made is a write error naming it") {
 }
 
 TEST_CASE("the metrics log: appends on resume, never follows a link, and a failed write names the file") {
-    const std::string dir = test::temp_dir("metrics");
+    const test::TempDir dir_folder("metrics");
+    const std::string dir = dir_folder.str();
     const std::string path = dir + "/metrics.jsonl";
     {
         session::MetricsLog log(path, false);

@@ -74,7 +74,8 @@ session::SingleNodeRunResult train(const data::TrainTest& sets, const fs::path& 
 }  // namespace
 
 TEST_CASE("single node: a stopped run resumed from its snapshot ends with the uninterrupted run's snapshot, byte for byte") {
-    const fs::path tmp = test::temp_dir("single-node-run");
+    const test::TempDir tmp_folder("single-node-run");
+    const fs::path tmp = tmp_folder.str();
     const data::TrainTest sets = test::small_train_test();
     const session::SingleNodeRunResult whole = train(sets, tmp / "whole", 36);
     CHECK(!whole.interrupted);
@@ -103,7 +104,8 @@ TEST_CASE("single node: a stopped run resumed from its snapshot ends with the un
 }
 
 TEST_CASE("single node: a snapshot request writes a snapshot at that step and the run goes on") {
-    const fs::path tmp = test::temp_dir("single-node-snapshot");
+    const test::TempDir tmp_folder("single-node-snapshot");
+    const fs::path tmp = tmp_folder.str();
     const session::SingleNodeRunResult r = train(test::small_train_test(), tmp, 20, "", -1, 5);
     CHECK(!r.interrupted);
     CHECK(r.iterations == 20);
@@ -116,7 +118,8 @@ TEST_CASE("single node: a snapshot request writes a snapshot at that step and th
 }
 
 TEST_CASE("single node: snapshots are checkpoints of the one format, and a distributed run's is refused by name") {
-    const fs::path tmp = test::temp_dir("single-node-checkpoint");
+    const test::TempDir tmp_folder("single-node-checkpoint");
+    const fs::path tmp = tmp_folder.str();
     const data::TrainTest sets = test::small_train_test();
     train(sets, tmp, 36, "", 15);
     const std::string path = (tmp / "small_iter_15.rudra").string();

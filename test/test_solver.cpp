@@ -16,6 +16,7 @@
 #include "nn/net.h"
 #include "nn/snapshot.h"
 #include "nn/solver.h"
+#include "test/test_files.h"
 
 using namespace rudra::nn;
 
@@ -43,8 +44,10 @@ SolverSpec spec(SolverType t, double lr, double momentum, double decay) {
     return s;
 }
 
+// A file of this program's scratch folder, removed with the folder when the tests end.
 std::string tmp(const std::string& name) {
-    return (std::filesystem::temp_directory_path() / ("rudra-" + std::to_string(::getpid()) + "-" + name)).string();
+    static const rudra::test::TempDir folder("solver");
+    return folder.str() + "/" + name;
 }
 
 std::string read_error(const std::string& path) {
