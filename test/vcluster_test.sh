@@ -190,9 +190,8 @@ if "$vc" up --name $name --nodes 4 --rate 1gbit --subnet 10.78.9 >"$work/up4.log
   for proto in hardsync async "softsync --n 1"; do
     run=four_${proto%% *}
     # shellcheck disable=SC2086
-    timeout -k 5 120 "$vc" mpiexec --name $name -disable-auto-cleanup -n 8 -ppn 2 "$rudra" dist "$solver" \
-      "${common[@]}" --protocol $proto --epochs 2 -o "$work/$run" >"$work/$run.log" 2>&1
-    rc=$?
+    vrun "$run" -n 8 -ppn 2 "${dist_args[@]}" --protocol $proto --epochs 2
+    finished "$run"
     [ "$rc" = 0 ] && ! grep -q "assert\|HYD_\|BAD TERMINATION" "$work/$run.log" && [ -s "$work/$run/final.rudra" ] &&
       pass || { fail "$run: exit $rc across 4 nodes"; tail -8 "$work/$run.log"; }
   done

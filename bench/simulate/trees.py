@@ -28,9 +28,10 @@ from simulate import Sim
 
 
 class Relay:
-    def __init__(self, learners, share):
+    def __init__(self, learners, share, node):
         self.learners = learners
         self.share = share
+        self.node = node             # the leaf PS's node (the first also holds the root)
         self.ts = 0                  # the version it holds (every rank starts with version 0)
         self.items = []              # timestamps of the gradients in the sum being built
         self.sending = False         # a sum on its way up: one in flight
@@ -53,9 +54,9 @@ class TreeSim(Sim):
         self.relays = []
         for leaf in range(len(a.leaves)):
             members = [i for i in range(lam) if self.relay_of[i] == leaf]
-            self.relays.append(Relay(members, max(1, self.per_update * len(members) // lam)))
+            self.relays.append(Relay(members, max(1, self.per_update * len(members) // lam), leaf))
         self.have = [0] * lam
-        self.node_of = list(self.relay_of)  # each leaf PS's node; the first also holds the root
+        self.node_of = list(self.relay_of)  # each learner's node: its leaf PS's
         self.root_waiting = []       # adv: relays whose pull waits for a newer version
         # adv*: each sender's (the root's, key -1, and every learner's) newest unsent version
         self.pending = {}
@@ -139,7 +140,7 @@ class TreeSim(Sim):
         if relay.sending or len(relay.items) < relay.share:
             return
         items, relay.items = relay.items, []
-        left = self.to_ps(self.a.model_bytes, relay.up_free, self.relays.index(relay), self.ps_message,
+        left = self.to_ps(self.a.model_bytes, relay.up_free, relay.node, self.ps_message,
                           ("sum", relay, items))
         relay.up_free = left
         relay.sending = True
@@ -150,7 +151,7 @@ class TreeSim(Sim):
         self.send_up(relay)
 
     def relay_pull(self, relay):
-        self.to_ps(self.a.request_bytes, relay.up_free, self.relays.index(relay), self.ps_message, ("rpull", relay))
+        self.to_ps(self.a.request_bytes, relay.up_free, relay.node, self.ps_message, ("rpull", relay))
 
     def relay_got_weights(self, relay, ts):
         relay.ts = max(relay.ts, ts)
@@ -183,7 +184,7 @@ class TreeSim(Sim):
         self.ps_next_after(sent)  # the leaves' pulls are answered as a learner's are: blocking
 
     def reply_relay(self, relay):
-        arrive, left = self.transfer(self.a.model_bytes, False, 0.0, self.relays.index(relay))
+        arrive, left = self.transfer(self.a.model_bytes, False, 0.0, relay.node)
         self.at(arrive, self.relay_got_weights, relay, self.ts)
         return left
 
