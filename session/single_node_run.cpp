@@ -11,6 +11,7 @@
 #include "data/skip_log.h"
 #include "session/checkpoint.h"
 #include "session/progress.h"
+#include "session/run_loop.h"
 
 namespace rudra::session {
 namespace {
@@ -61,105 +62,156 @@ void resume_single_node(TrainingSession& run, const std::string& snapshot, uint6
     config.data_seed = s.data_seed;  // a resumed run keeps the stream it was drawing from
 }
 
-SingleNodeRunResult run_single_node(TrainingSession& run, const data::TrainTest& sets, const SingleNodeRunConfig& c,
-                                    MetricsLog& log, const RunDisplay& display) {
-    const nn::SolverSpec& solver = run.solver_spec();
-    const int batch = run.batch();
-    const int64_t n_train = sets.train.size();
-    int64_t iter = c.start_iter;
-    uint64_t position = c.start_position;
-    SingleNodeRunResult result;
-    const auto save = [&](int64_t at, const char* reason) {
-        const std::string path = snapshot_path(c.output, solver.snapshot_prefix, at);
-        nn::Snapshot snap = run.snapshot(static_cast<uint64_t>(at), position, c.data_seed);
-        CheckpointFacts facts;
-        facts.method = kSingleNode;
-        facts.reason = reason;
-        facts.epoch = static_cast<int64_t>(position / static_cast<uint64_t>(n_train));
-        facts.timed = false;  // the same run writes the same bytes
-        facts.settings = c.settings;
-        facts.rule = {{"timestamp", at}, {"samples", position}, {"applied", {at}}};
-        snap.metadata = checkpoint_metadata(facts);
-        nn::write_snapshot(path, snap);
-        log.write({{"event", "snapshot"}, {"iteration", at}, {"path", path}});
-        result.last_snapshot = path;
-    };
-    data::Prefetcher prefetch(sets.train, run.train_transform(), batch, c.data_seed, position, c.on_io_thread_start,
-                              c.decode_threads, sets.skipped.get());
-    const auto t_start = Clock::now();
-    auto t_display = Clock::now();
-    Span epoch, shown;
-    int64_t images_epoch = 0;
-    const double total_epochs = static_cast<double>(c.max_iter) * batch / n_train;
-    while (iter < c.max_iter && !(c.stop_requested && c.stop_requested())) {
+namespace {
+
+// `rudra train` on the run loop: a mini-batch per step, the solver's display and test cadence,
+// a test pass and an epoch line at each epoch end, snapshots as single-node checkpoints.
+class SingleNodeMethod : public RunMethod {
+public:
+    SingleNodeMethod(TrainingSession& run, const data::TrainTest& sets, const SingleNodeRunConfig& c, MetricsLog& log,
+                     const RunDisplay& display)
+        : run_(run), sets_(sets), c_(c), log_(log), display_(display), solver_(run.solver_spec()),
+          batch_(run.batch()), n_train_(sets.train.size()),
+          total_epochs_(static_cast<double>(c.max_iter) * batch_ / n_train_),
+          prefetch_(sets.train, run.train_transform(), batch_, c.data_seed, c.start_position, c.on_io_thread_start,
+                    c.decode_threads, sets.skipped.get()) {}
+
+    StepDone step(const RunPosition& at, bool) override {
         const auto t_iter = Clock::now();
         double loss;
         try {
-            loss = run.step(prefetch.next(), iter);
+            loss = run_.step(prefetch_.next(), at.steps);
         } catch (const Diverged& e) {
-            log.write({{"event", "diverged"}, {"iteration", iter}, {"loss", e.loss()}});
-            throw std::runtime_error("training diverged at iteration " + std::to_string(iter) + " (loss " +
+            log_.write({{"event", "diverged"}, {"iteration", at.steps}, {"loss", e.loss()}});
+            throw std::runtime_error("training diverged at iteration " + std::to_string(at.steps) + " (loss " +
                                      std::to_string(e.loss()) + "); lower base_lr");
         }
-        ++iter;
-        position += batch;
         const double step_s = seconds_since(t_iter);
-        epoch.add(loss, step_s);
-        shown.add(loss, step_s);
-        images_epoch += batch;
+        epoch_.add(loss, step_s);
+        shown_.add(loss, step_s);
+        images_epoch_ += batch_;
+        return {batch_, false};
+    }
 
-        const double epoch_now = static_cast<double>(position) / n_train;
-        const double ips = images_epoch / std::max(epoch.compute_s, 1e-9);
-        if (display.progress) display.progress(iter, c.max_iter, ips / batch, ips, epoch.mean_loss(), static_cast<int>(epoch_now) + 1);
-        if (solver.display > 0 && iter % solver.display == 0) {
-            const double span = seconds_since(t_display);
-            if (display.line)
-                display.line(printed("iter %lld  epoch %.2f  loss %.4f  lr %g  %.0f img/s", static_cast<long long>(iter),
-                                     epoch_now, shown.mean_loss(), run.solver().rate(iter - 1), shown.iters * batch / span));
-            log.write({{"event", "iter"}, {"iteration", iter}, {"epoch", epoch_now}, {"train_loss", shown.mean_loss()},
-                       {"lr", run.solver().rate(iter - 1)}, {"images_per_s", shown.iters * batch / span},
-                       {"elapsed_s", seconds_since(t_start)}});
-            shown = Span();
-            t_display = Clock::now();
+    void after_step(const RunPosition& at, bool epoch_ends) override {
+        const int64_t iter = at.steps;
+        const double epoch_now = static_cast<double>(at.samples) / n_train_;
+        ips_ = images_epoch_ / std::max(epoch_.compute_s, 1e-9);
+        if (display_.progress)
+            display_.progress(iter, c_.max_iter, ips_ / batch_, ips_, epoch_.mean_loss(), static_cast<int>(epoch_now) + 1);
+        if (solver_.display > 0 && iter % solver_.display == 0) {
+            const double span = seconds_since(t_display_);
+            if (display_.line)
+                display_.line(printed("iter %lld  epoch %.2f  loss %.4f  lr %g  %.0f img/s", static_cast<long long>(iter),
+                                      epoch_now, shown_.mean_loss(), run_.solver().rate(iter - 1), shown_.iters * batch_ / span));
+            log_.write({{"event", "iter"}, {"iteration", iter}, {"epoch", epoch_now}, {"train_loss", shown_.mean_loss()},
+                        {"lr", run_.solver().rate(iter - 1)}, {"images_per_s", shown_.iters * batch_ / span},
+                        {"elapsed_s", at.elapsed_s}});
+            shown_ = Span();
+            t_display_ = Clock::now();
         }
-        const bool epoch_end = (position / n_train) != ((position - batch) / n_train) || iter == c.max_iter;
-        if (solver.test_interval > 0 && iter % solver.test_interval == 0 && !epoch_end) {
-            const EvalResult r = run.evaluate();
+        if (solver_.test_interval > 0 && iter % solver_.test_interval == 0 && !epoch_ends) {
+            const EvalResult r = run_.evaluate();
             nlohmann::ordered_json line{{"event", "test"}, {"iteration", iter}, {"epoch", epoch_now},
                                         {"test_accuracy", r.accuracy}, {"test_loss", r.loss}};
             add_accuracies(line, r);
-            line["elapsed_s"] = seconds_since(t_start);
-            log.write(line);
+            line["elapsed_s"] = at.elapsed_s;
+            log_.write(line);
         }
-        if (epoch_end) {
-            const EvalResult r = run.evaluate();
-            const double train_loss = epoch.mean_loss();
-            if (display.line)
-                display.line(printed("epoch %.2f/%.2f  train_loss %.4f  test_accuracy %.4f  test_loss %.4f%s  %.0f img/s  elapsed %s",
-                                     epoch_now, total_epochs, train_loss, r.accuracy, r.loss, top5_text(r).c_str(), ips,
-                                     format_duration(seconds_since(t_start)).c_str()));
-            report_skipped(sets, log);
-            nlohmann::ordered_json line{{"event", "epoch"},      {"epoch", std::round(epoch_now * 1000) / 1000},
-                                        {"iteration", iter},     {"train_loss", train_loss},
-                                        {"test_accuracy", r.accuracy}, {"test_loss", r.loss}};
-            add_accuracies(line, r);
-            if (sets.skipped) line["skipped_records"] = sets.skipped->count();
-            line["images_per_s"] = ips;
-            line["elapsed_s"] = seconds_since(t_start);
-            line["lr"] = run.solver().rate(iter - 1);
-            log.write(line);
-            epoch = Span();
-            images_epoch = 0;
-        }
-        const bool asked = c.snapshot_requested && c.snapshot_requested();
-        if (iter < c.max_iter && (asked || (solver.snapshot > 0 && iter % solver.snapshot == 0)))
-            save(iter, asked ? "request" : "snapshot");
     }
-    save(iter, iter < c.max_iter ? "signal" : "end");
-    result.iterations = iter;
-    result.interrupted = iter < c.max_iter;
-    log.write({{"event", result.interrupted ? "interrupted" : "end"}, {"iteration", iter},
-               {"elapsed_s", seconds_since(t_start)}, {"snapshot", result.last_snapshot}});
+
+    bool epoch_end(const RunPosition& at, bool) override {
+        const double epoch_now = static_cast<double>(at.samples) / n_train_;
+        const EvalResult r = run_.evaluate();
+        const double train_loss = epoch_.mean_loss();
+        if (display_.line)
+            display_.line(printed("epoch %.2f/%.2f  train_loss %.4f  test_accuracy %.4f  test_loss %.4f%s  %.0f img/s  elapsed %s",
+                                  epoch_now, total_epochs_, train_loss, r.accuracy, r.loss, top5_text(r).c_str(), ips_,
+                                  format_duration(seconds_since(started_)).c_str()));
+        report_skipped(sets_, log_);
+        nlohmann::ordered_json line{{"event", "epoch"},      {"epoch", std::round(epoch_now * 1000) / 1000},
+                                    {"iteration", at.steps}, {"train_loss", train_loss},
+                                    {"test_accuracy", r.accuracy}, {"test_loss", r.loss}};
+        add_accuracies(line, r);
+        if (sets_.skipped) line["skipped_records"] = sets_.skipped->count();
+        line["images_per_s"] = ips_;
+        line["elapsed_s"] = seconds_since(started_);  // the test pass included
+        line["lr"] = run_.solver().rate(at.steps - 1);
+        log_.write(line);
+        epoch_ = Span();
+        images_epoch_ = 0;
+        return false;
+    }
+
+    void save(CheckpointWhy why, const RunPosition& at) override {
+        const std::string path = snapshot_path(c_.output, solver_.snapshot_prefix, at.steps);
+        const auto position = static_cast<uint64_t>(at.samples);
+        nn::Snapshot snap = run_.snapshot(static_cast<uint64_t>(at.steps), position, c_.data_seed);
+        CheckpointFacts facts;
+        facts.method = kSingleNode;
+        facts.reason = reason(why);
+        facts.epoch = static_cast<int64_t>(position / static_cast<uint64_t>(n_train_));
+        facts.timed = false;  // the same run writes the same bytes
+        facts.settings = c_.settings;
+        facts.rule = {{"timestamp", at.steps}, {"samples", position}, {"applied", {at.steps}}};
+        snap.metadata = checkpoint_metadata(facts);
+        nn::write_snapshot(path, snap);
+        log_.write({{"event", "snapshot"}, {"iteration", at.steps}, {"path", path}});
+        last_snapshot_ = path;
+    }
+
+    const std::string& last_snapshot() const { return last_snapshot_; }
+
+private:
+    static const char* reason(CheckpointWhy why) {
+        switch (why) {
+            case CheckpointWhy::Periodic: return "snapshot";
+            case CheckpointWhy::Request: return "request";
+            case CheckpointWhy::Signal: return "signal";
+            case CheckpointWhy::End: return "end";
+            case CheckpointWhy::Epoch: return "epoch";
+        }
+        return "?";
+    }
+
+    TrainingSession& run_;
+    const data::TrainTest& sets_;
+    const SingleNodeRunConfig& c_;
+    MetricsLog& log_;
+    const RunDisplay& display_;
+    const nn::SolverSpec& solver_;
+    const int batch_;
+    const int64_t n_train_;
+    const double total_epochs_;
+    data::Prefetcher prefetch_;
+    const Clock::time_point started_ = Clock::now();
+    Clock::time_point t_display_ = Clock::now();
+    Span epoch_, shown_;
+    int64_t images_epoch_ = 0;
+    double ips_ = 0.0;
+    std::string last_snapshot_;
+};
+
+}  // namespace
+
+SingleNodeRunResult run_single_node(TrainingSession& run, const data::TrainTest& sets, const SingleNodeRunConfig& c,
+                                    MetricsLog& log, const RunDisplay& display) {
+    SingleNodeMethod method(run, sets, c, log, display);
+    RunPlan plan;
+    plan.samples_per_epoch = sets.train.size();
+    plan.total_steps = c.max_iter;
+    plan.start = {c.start_iter, static_cast<int64_t>(c.start_position), 0, 0.0};
+    plan.checkpoint_every = {run.solver_spec().snapshot, 0.0, true};
+    plan.checkpoint_at_end = true;
+    plan.stop_requested = c.stop_requested;
+    plan.snapshot_requested = c.snapshot_requested;
+    const RunEnd end = run_loop(method, plan);
+    SingleNodeRunResult result;
+    result.iterations = end.at.steps;
+    result.interrupted = end.stopped;
+    result.last_snapshot = method.last_snapshot();
+    log.write({{"event", result.interrupted ? "interrupted" : "end"}, {"iteration", end.at.steps},
+               {"elapsed_s", end.at.elapsed_s}, {"snapshot", result.last_snapshot}});
     return result;
 }
 

@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dist/ps/checkpoint_cadence.h"
+#include "session/run_loop.h"
 #include "dist/run/checkpoint.h"
 #include "dist/run/methods.h"
 #include "dist/run/roles.h"
@@ -123,17 +123,17 @@ TEST_CASE("--checkpoint-every: due after N steps or S seconds since the last che
     CHECK(parse_checkpoint_every("90s").seconds == 90.0);
     CHECK(parse_checkpoint_every("2m").seconds == 120.0);
     CHECK_THROWS_WITH_AS(parse_checkpoint_every("5h"), doctest::Contains("--checkpoint-every"), std::runtime_error);
-    dist::CheckpointCadence by_steps(parse_checkpoint_every("4"));
+    session::CheckpointCadence by_steps(parse_checkpoint_every("4"));
     by_steps.written(10, 0.0);
     CHECK(!by_steps.due(13, 1e9));
     CHECK(by_steps.due(14, 0.0));
     by_steps.written(14, 5.0);  // an epoch checkpoint restarts the count
     CHECK(!by_steps.due(17, 5.0));
-    dist::CheckpointCadence by_time(parse_checkpoint_every("30s"));
+    session::CheckpointCadence by_time(parse_checkpoint_every("30s"));
     by_time.written(0, 100.0);
     CHECK(!by_time.due(1000000, 129.9));
     CHECK(by_time.due(1, 130.0));
-    const dist::CheckpointCadence never(parse_checkpoint_every("0"));
+    const session::CheckpointCadence never(parse_checkpoint_every("0"));
     CHECK(!never.due(1000000, 1e9));
 }
 

@@ -1,7 +1,6 @@
 #include "dist/methods/allreduce.h"
 
 #include <algorithm>
-#include <chrono>
 #include <stdexcept>
 
 #include "base/clock.h"
@@ -55,12 +54,6 @@ std::vector<std::vector<FloatRange>> final_gradients_by_layer(const nn::Net& net
     return out;
 }
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-}  // namespace
-
 // The members sum the three bytes
 // of a hash of their weights and the squares of those bytes; the bytes agree everywhere exactly
 // when m * sum(b^2) == (sum b)^2 (all exact in floats for fewer than 258 members).
@@ -84,58 +77,58 @@ bool models_agree(SumGroup& group, const float* weights, size_t n, const KeepWai
 
 namespace {
 
-// One learner of an all-reduce run: its steps (the gradient sums start as the backward pass
-// ends each layer), the epoch boundaries, the periodic checkpoints and the stop.
-class AllreduceLearner {
+// One learner of an all-reduce run on the run loop: its step (the gradient sums start as the
+// backward pass ends each layer, the stop requests summed with them), the models' agreement and
+// the first learner's epoch weights at each epoch end; the first learner keeps the checkpoints.
+class AllreduceLearner : public session::RunMethod {
 public:
     AllreduceLearner(Transport& t, SumGroup& group, const AllreduceConfig& cfg, const AllreduceWork& work)
-        : t_(t), group_(group), cfg_(cfg), work_(work), lambda_(group.members()), root_(group.index() == 0),
+        : group_(group), cfg_(cfg), work_(work), lambda_(group.members()), root_(group.index() == 0),
           per_step_(cfg.batch * lambda_), total_(cfg.samples_per_epoch * cfg.epochs),
           scale_(1.0f / static_cast<float>(lambda_)), buckets_(work.final_after, cfg.bucket_floats),
-          started_(Clock::now()), watch_(cfg.silent_peer, "allreduce"), keep_waiting_(watch_.keep_waiting()),
-          reports_(t, cfg.stats_rank, cfg.report_every), stats_(t, cfg.stats_rank, &group), samples_(cfg.start_samples),
-          epoch_(samples_ / cfg.samples_per_epoch), checkpoints_(cfg.checkpoint_every) {
+          watch_(cfg.silent_peer, "allreduce"), keep_waiting_(watch_.keep_waiting()),
+          reports_(t, cfg.stats_rank, cfg.report_every), stats_(t, cfg.stats_rank, &group) {
         reports_.count_sums(&group);
     }
 
     AllreduceSummary run() {
+        session::RunPlan plan;
+        plan.samples_per_epoch = cfg_.samples_per_epoch;
+        plan.total_samples = total_;
+        plan.start = {cfg_.start_steps, cfg_.start_samples, 0, 0.0};
+        plan.elapsed_offset_s = cfg_.elapsed_offset_s;
+        plan.checkpoint_every = cfg_.checkpoint_every;
+        plan.checkpoint_at_epochs = true;
+        plan.stop_requested = cfg_.stop_requested;
         try {
-            if (root_ && cfg_.replay_epoch) send_epoch(true);
-            checkpoints_.written(0, elapsed());
-            float stop = 0.0f;  // summed over the learners with each step's gradients
-            while (samples_ < total_ && stop == 0.0f) {
-                stop = step();
-                if (samples_ >= (epoch_ + 1) * cfg_.samples_per_epoch) {
-                    epoch_boundary();
-                } else if (root_ && cfg_.checkpoint && stop == 0.0f && samples_ < total_ &&
-                           checkpoints_.due(sum_.steps, elapsed())) {
-                    cfg_.checkpoint("periodic", sum_.steps, samples_, elapsed());
-                    checkpoints_.written(sum_.steps, elapsed());
-                }
-            }
-            sum_.samples = samples_;
-            sum_.stopped = samples_ < total_;
-            if (root_ && sum_.stopped) {
-                if (cfg_.checkpoint) cfg_.checkpoint("signal", sum_.steps, samples_, elapsed());
-                stats_.stopped(epoch_, sum_.steps, elapsed());
-            }
-            if (root_ && !stats_.await_done(keep_waiting_)) throw watch_.gone();
+            const session::RunEnd end = session::run_loop(*this, plan);
+            sum_.samples = end.at.samples;
+            sum_.stopped = end.stopped;
         } catch (const PeerError& e) {
             // A lost peer, named by a wait that gave up or by the transport (a send to a dead rank):
             // the first learner has the statistics server log it and the run's end.
-            if (root_) stats_.lost_peer(watch_.lost(e), lambda_ - 1, epoch_, cfg_.start_steps + sum_.steps, elapsed());
+            if (root_) {
+                const SilentPeer lost = watch_.lost(e);
+                stats_.lost_peer(lost.rank, lost.silent_s, lambda_ - 1, last_.epoch, last_.steps,
+                                 cfg_.elapsed_offset_s + seconds_since(started_));
+            }
             throw;
         }
         return sum_;
     }
 
-private:
-    double elapsed() const { return cfg_.elapsed_offset_s + seconds_since(started_); }
+    bool stops_together() const override { return true; }
+    bool keeps_checkpoints() const override { return root_ && static_cast<bool>(cfg_.checkpoint); }
 
-    // One step: the stop requests summed with the gradients, the averaged gradient applied
-    // alike on every learner. Returns the sum of the stop requests.
-    float step() {
-        float stop = cfg_.stop_requested && cfg_.stop_requested() ? 1.0f : 0.0f;
+    void begin(const session::RunPosition& at) override {
+        last_ = at;
+        if (root_ && cfg_.replay_epoch) send_epoch(at, true);
+    }
+
+    // The stop requests summed with the gradients, the averaged gradient applied alike on every
+    // learner.
+    session::StepDone step(const session::RunPosition& at, bool stop_asked) override {
+        float stop = stop_asked ? 1.0f : 0.0f;
         group_.start(&stop, 1);
         const auto send = [&](FloatRange r) { group_.start(work_.gradients + r.first, r.second - r.first); };
         const double loss = timed(cfg_.timeline, "compute (sums start as layers end)", sum_.compute_s, [&] {
@@ -151,15 +144,17 @@ private:
         for (size_t i = 0; i < work_.param_floats; ++i) work_.gradients[i] *= scale_;
         work_.apply(sum_.steps);
         ++sum_.steps;
-        samples_ += per_step_;
-        reports_.minibatch_done(loss, sum_.steps, sum_.compute_s, sum_.wait_s, samples_ >= total_ || stop != 0.0f);
-        return stop;
+        reports_.minibatch_done(loss, sum_.steps, sum_.compute_s, sum_.wait_s,
+                                at.samples + per_step_ >= total_ || stop != 0.0f);
+        return {per_step_, stop != 0.0f};
     }
 
+    void after_step(const session::RunPosition& at, bool) override { last_ = at; }
+
     // Every learner checks that the models agree; the first sends the epoch's weights to the
-    // statistics server and checkpoints.
-    void epoch_boundary() {
-        epoch_ = samples_ / cfg_.samples_per_epoch;
+    // statistics server.
+    bool epoch_end(const session::RunPosition& at, bool) override {
+        last_ = at;
         bool agree = false;
         try {
             agree = models_agree(group_, work_.weights(), work_.param_floats, keep_waiting_);
@@ -167,28 +162,38 @@ private:
             throw watch_.gone();
         }
         if (!agree)
-            throw std::runtime_error("allreduce: the learners' models differ after epoch " + std::to_string(epoch_) +
+            throw std::runtime_error("allreduce: the learners' models differ after epoch " + std::to_string(at.epoch) +
                                      " (the sums were not the same on every learner)");
-        if (!root_) return;
-        send_epoch(false);
-        if (cfg_.checkpoint && samples_ < total_) {
-            cfg_.checkpoint("epoch", sum_.steps, samples_, elapsed());
-            checkpoints_.written(sum_.steps, elapsed());
-        }
+        if (root_) send_epoch(at, false);
+        return false;
     }
 
-    void send_epoch(bool replay) {
+    void save(session::CheckpointWhy why, const session::RunPosition& at) override {
+        const char* reason = why == session::CheckpointWhy::Epoch      ? "epoch"
+                             : why == session::CheckpointWhy::Periodic ? "periodic"
+                                                                        : "signal";
+        cfg_.checkpoint(reason, sum_.steps, at.samples, at.elapsed_s);
+    }
+
+    void end(const session::RunPosition& at, bool stopped) override {
+        last_ = at;
+        if (!root_) return;
+        if (stopped) stats_.stopped(at.epoch, sum_.steps, at.elapsed_s);
+        if (!stats_.await_done(keep_waiting_)) throw watch_.gone();
+    }
+
+private:
+    void send_epoch(const session::RunPosition& at, bool replay) {
         EpochWeightsHeader h{};
-        h.epoch = epoch_;
-        h.ts = cfg_.start_steps + sum_.steps;
-        h.samples = samples_;
-        h.elapsed_s = elapsed();
-        h.final = samples_ >= total_ ? 1 : 0;
+        h.epoch = at.epoch;
+        h.ts = at.steps;
+        h.samples = at.samples;
+        h.elapsed_s = at.elapsed_s;
+        h.final = at.samples >= total_ ? 1 : 0;
         h.replay = replay ? 1 : 0;
         stats_.send_epoch(h, work_.weights(), work_.param_floats);
     }
 
-    Transport& t_;
     SumGroup& group_;
     const AllreduceConfig& cfg_;
     const AllreduceWork& work_;
@@ -197,13 +202,12 @@ private:
     const int64_t per_step_, total_;
     const float scale_;
     GradientBuckets buckets_;
-    const Clock::time_point started_;
     PeerWatch watch_;
     const KeepWaiting keep_waiting_;
     StatsReporter reports_;
     StatsLink stats_;
-    int64_t samples_, epoch_;
-    CheckpointCadence checkpoints_;
+    const SteadyClock::time_point started_ = SteadyClock::now();
+    session::RunPosition last_;  // where the run stood last, for the report of a lost peer
     AllreduceSummary sum_;
 };
 

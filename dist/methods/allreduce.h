@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "dist/ps/checkpoint_cadence.h"
+#include "session/run_loop.h"
 #include "dist/methods/decentralized.h"
 #include "dist/transport/sum_group.h"
 #include "dist/transport/transport.h"
@@ -67,7 +67,7 @@ struct AllreduceConfig : DecentralizedConfig {
     // checkpoint_every (steps or seconds; 0: never), and when the run stops
     // early: the learners' common state is a checkpoint (reason "epoch", "periodic" or "signal").
     // Learner 0 alone decides: every learner holds the same weights and solver history.
-    CheckpointEvery checkpoint_every;
+    session::CheckpointEvery checkpoint_every;
     std::function<void(const std::string& reason, int64_t steps, int64_t samples, double elapsed_s)> checkpoint;
 };
 

@@ -1,6 +1,6 @@
 // What the decentralized methods (all-reduce, gossip) share: the settings of a learner in a sum
-// group, its watch over its peers, and its first learner's link to the statistics server (the
-// epochs' weights, the lost peer, the run's end).
+// group and its watch over its peers (the first learner's link to the statistics server is the
+// PS's StatsLink).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dist/ps/run_common.h"
+#include "dist/ps/stats_link.h"
 #include "dist/transport/messages.h"
 #include "dist/transport/sum_group.h"
 #include "dist/transport/transport.h"
@@ -59,30 +60,6 @@ private:
     std::function<SilentPeer()> silent_peer_;
     std::string method_;
     SilentPeer lost_;
-};
-
-// The first learner's messages to the statistics server.
-class StatsLink {
-public:
-    StatsLink(Transport& transport, int stats_rank, const SumGroup* sums)
-        : t_(transport), stats_rank_(stats_rank), sums_(sums) {}
-    // An epoch's weights (`h` gets the traffic so far).
-    void send_epoch(EpochWeightsHeader h, const float* weights, size_t n);
-    // The run stopped early (a signal) after `steps` steps.
-    void stopped(int64_t epoch, int64_t steps, double elapsed_s);
-    // A peer was lost: the statistics server (unless it is the lost one) logs the loss and the
-    // run's end, as it does for the PS protocols' learners.
-    void lost_peer(const SilentPeer& lost, int live_learners, int64_t epoch, int64_t steps, double elapsed_s);
-    // At the end: the statistics server acknowledges each epoch sent, then says it is done. False
-    // when keep_waiting said stop first.
-    bool await_done(const KeepWaiting& keep_waiting);
-
-private:
-    Transport& t_;
-    const int stats_rank_;
-    const SumGroup* sums_;
-    int64_t epochs_sent_ = 0;
-    std::vector<char> out_;
 };
 
 }  // namespace rudra::dist

@@ -15,6 +15,7 @@
 #include "dist/ps/learner.h"
 #include "dist/transport/messages.h"
 #include "dist/transport/timeline.h"
+#include "session/run_loop.h"
 
 namespace rudra::dist {
 namespace {
@@ -129,7 +130,7 @@ private:
 
 // One learner of a gossip run: its local steps, its exchanges with a peer every tau steps, and
 // the learners' meeting at each epoch boundary (or a stop).
-class GossipLearner {
+class GossipLearner : public session::RunMethod {
 public:
     GossipLearner(Transport& t, SumGroup& group, const GossipConfig& cfg, const LocalSgdWork& work)
         : t_(t), group_(group), cfg_(cfg), work_(work), lambda_(group.members()), me_(group.index()),
@@ -150,45 +151,76 @@ public:
     }
 
     GossipSummary run() {
-        exchange_.publish(w_);
-        exchange_.start();
+        // The loop counts this learner's local steps: an epoch is its share of the epoch's samples.
+        session::RunPlan plan;
+        plan.samples_per_epoch = steps_per_epoch_;
+        plan.total_samples = cfg_.epochs * steps_per_epoch_;
+        plan.start = {before_, cfg_.first_epoch * steps_per_epoch_ + cfg_.start_partial, 0, 0.0};
+        // Resumed after taking all its share of the epoch, this learner still owes the others its
+        // meeting: its first step is one short of the boundary and takes no step (step()).
+        owes_meeting_ = cfg_.start_partial >= steps_per_epoch_ && cfg_.first_epoch < cfg_.epochs;
+        if (owes_meeting_) plan.start.samples -= 1;
+        plan.elapsed_offset_s = cfg_.elapsed_offset_s;
+        plan.checkpoint_at_epochs = true;
+        plan.stop_requested = cfg_.stop_requested;
         try {
-            if (root_ && cfg_.replay_epoch) send_epoch(cfg_.first_epoch, 0.0, true);  // every model is the checkpoint's
-            for (int64_t epoch = cfg_.first_epoch + 1; epoch <= cfg_.epochs && !sum_.stopped; ++epoch) {
-                int64_t k = epoch == cfg_.first_epoch + 1 ? cfg_.start_partial : 0;  // steps into this epoch
-                const bool asked = local_steps(epoch, k);
-                meet(epoch, asked, k);
-            }
-            exchange_.stop(pushes_to_take());
-            sum_.average = std::move(avg_);
-            if (root_ && !stats_.await_done(keep_waiting_)) throw watch_.gone();
+            sum_.stopped = session::run_loop(*this, plan).stopped;
         } catch (const PeerError& e) {
             // A lost peer, named by a wait that gave up or by the transport (a send to a dead rank):
             // the first learner has the statistics server log it and the run's end.
-            if (root_) stats_.lost_peer(watch_.lost(e), lambda_ - 1, sum_.epoch, before_ + sum_.steps, elapsed());
+            if (root_) {
+                const SilentPeer lost = watch_.lost(e);
+                stats_.lost_peer(lost.rank, lost.silent_s, lambda_ - 1, sum_.epoch, before_ + sum_.steps, elapsed());
+            }
             throw;
         }
         return std::move(sum_);
     }
 
+    // A stop asked within an epoch ends this learner's epoch there: it meets the others at once.
+    bool stops_together() const override { return true; }
+    bool keeps_checkpoints() const override { return root_ && static_cast<bool>(cfg_.checkpoint); }
+
+    void begin(const session::RunPosition&) override {
+        exchange_.publish(w_);
+        exchange_.start();
+        if (root_ && cfg_.replay_epoch) send_epoch(cfg_.first_epoch, 0.0, true);  // every model is the checkpoint's
+    }
+
+    // One local step, then an exchange every tau steps; or, asked to stop, the meeting.
+    session::StepDone step(const session::RunPosition& at, bool stop_asked) override {
+        if (owes_meeting_) {
+            owes_meeting_ = false;
+            return {1, false, 0};  // the loop's epoch end holds the meeting
+        }
+        const int64_t epoch = at.samples / steps_per_epoch_ + 1, k = at.samples % steps_per_epoch_;
+        if (stop_asked) return {0, meet(epoch, true, k), 0};
+        const double loss = timed(cfg_.timeline, "compute", sum_.compute_s, work_.step);
+        if (auto bad = exchange_.failure()) throw *bad;
+        exchange_.publish(w_);
+        ++sum_.steps;
+        if ((before_ + sum_.steps) % cfg_.tau == 0) exchange_with_peer();
+        reports_.minibatch_done(loss, sum_.steps, sum_.compute_s, sum_.wait_s,
+                                epoch == cfg_.epochs && k + 1 == steps_per_epoch_);
+        return {1, false, 1};
+    }
+
+    bool epoch_end(const session::RunPosition& at, bool) override { return meet(at.epoch, false, steps_per_epoch_); }
+
+    void save(session::CheckpointWhy why, const session::RunPosition& at) override {
+        cfg_.checkpoint(why == session::CheckpointWhy::Epoch ? "epoch" : "signal", avg_.data(), boundary_steps_,
+                        met_taken_, met_samples_, at.elapsed_s);
+    }
+
+    void end(const session::RunPosition& at, bool stopped) override {
+        if (root_ && stopped) stats_.stopped(sum_.epoch, boundary_steps_, at.elapsed_s);
+        exchange_.stop(pushes_to_take());
+        sum_.average = std::move(avg_);
+        if (root_ && !stats_.await_done(keep_waiting_)) throw watch_.gone();
+    }
+
 private:
     double elapsed() const { return cfg_.elapsed_offset_s + seconds_since(started_); }
-
-    // The epoch's local steps from step k on, each followed by an exchange every tau steps;
-    // returns true when a stop was asked (k: where it stopped).
-    bool local_steps(int64_t epoch, int64_t& k) {
-        for (; k < steps_per_epoch_; ++k) {
-            if (cfg_.stop_requested && cfg_.stop_requested()) return true;
-            const double loss = timed(cfg_.timeline, "compute", sum_.compute_s, work_.step);
-            if (auto bad = exchange_.failure()) throw *bad;
-            exchange_.publish(w_);
-            ++sum_.steps;
-            if ((before_ + sum_.steps) % cfg_.tau == 0) exchange_with_peer();
-            reports_.minibatch_done(loss, sum_.steps, sum_.compute_s, sum_.wait_s,
-                                    epoch == cfg_.epochs && k + 1 == steps_per_epoch_);
-        }
-        return false;
-    }
 
     // Pull: averages with a random peer's model. Push: sends this model to the peer, and averages
     // with the models received since the last round.
@@ -221,8 +253,9 @@ private:
     // The epoch boundary (or a stop within the epoch): the average model and the spread, from two
     // sums over the learners (the second: each learner's squared distance from the average, the
     // stop requests, and each learner's steps into the epoch, exact in floats far beyond any
-    // epoch). Then the first learner sends the epoch's average, checkpoints and, on a stop, ends.
-    void meet(int64_t epoch, bool asked, int64_t k) {
+    // epoch). Then the first learner sends the epoch's average. Returns true when the learners
+    // stop here, short of the run's end.
+    bool meet(int64_t epoch, bool asked, int64_t k) {
         const size_t stop_at = static_cast<size_t>(lambda_), steps_at = stop_at + 1;
         const auto t0 = Clock::now();
         const Span span(cfg_.timeline, "epoch boundary");
@@ -257,20 +290,18 @@ private:
         }
         sum_.stopped = counts_[stop_at] > 0.0f && (!complete || epoch < cfg_.epochs);
         if (sum_.stopped) reports_.finish(sum_.steps, sum_.compute_s, sum_.wait_s);
-        if (!root_) return;
-        if (complete) send_epoch(epoch, spread, false);
-        if (cfg_.checkpoint && (sum_.stopped || epoch < cfg_.epochs)) {
-            // Within the epoch: its samples so far, short of the boundary (a resumed run counts it
-            // as not yet done).
-            const int64_t samples = complete ? epoch * cfg_.samples_per_epoch
-                                             : (epoch - 1) * cfg_.samples_per_epoch +
-                                                   std::min(partial_samples, cfg_.samples_per_epoch - 1);
-            std::vector<int64_t> taken(static_cast<size_t>(lambda_), boundary_steps_);
+        if (root_) {
+            if (complete) send_epoch(epoch, spread, false);
+            // A checkpoint's samples: within the epoch, its samples so far, short of the boundary
+            // (a resumed run counts it as not yet done).
+            met_samples_ = complete ? epoch * cfg_.samples_per_epoch
+                                    : (epoch - 1) * cfg_.samples_per_epoch +
+                                          std::min(partial_samples, cfg_.samples_per_epoch - 1);
+            met_taken_.assign(static_cast<size_t>(lambda_), boundary_steps_);
             if (!complete)
-                for (int j = 0; j < lambda_; ++j) taken[static_cast<size_t>(j)] += into[static_cast<size_t>(j)];
-            cfg_.checkpoint(sum_.stopped ? "signal" : "epoch", avg_.data(), boundary_steps_, taken, samples, elapsed());
+                for (int j = 0; j < lambda_; ++j) met_taken_[static_cast<size_t>(j)] += into[static_cast<size_t>(j)];
         }
-        if (sum_.stopped) stats_.stopped(sum_.epoch, boundary_steps_, elapsed());
+        return sum_.stopped;
     }
 
     void send_epoch(int64_t epoch, double spread, bool replay) {
@@ -316,6 +347,9 @@ private:
     std::vector<char> in_, out_;
     GossipSummary sum_;
     int64_t boundary_steps_ = 0;  // each learner's steps at the last completed epoch
+    bool owes_meeting_ = false;
+    int64_t met_samples_ = 0;     // at the last meeting: the samples a checkpoint records, and
+    std::vector<int64_t> met_taken_;  // each learner's steps
     StatsReporter reports_;
     StatsLink stats_;
     const bool root_;

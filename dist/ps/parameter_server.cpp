@@ -9,7 +9,6 @@
 
 #include "dist/transport/messages.h"
 #include "dist/transport/timeline.h"
-#include "dist/transport/traffic.h"
 #include "nn/atomic_file.h"
 
 namespace rudra::dist {
@@ -27,7 +26,9 @@ std::string seconds_text(double s) {
 
 ParameterServer::ParameterServer(Transport& transport, UpdateRule& rule, nn::ParamStore& params, PsConfig config,
                                  PsHooks hooks)
-    : t_(transport), rule_(rule), params_(params), config_(std::move(config)), hooks_(std::move(hooks)) {
+    : t_(transport), rule_(rule), params_(params), config_(std::move(config)), hooks_(std::move(hooks)),
+      stats_(transport, config_.stats_rank, nullptr,
+             [this](int tag, std::vector<char>& bytes) { return send_checked(config_.stats_rank, tag, bytes); }) {
     if (!hooks_.heartbeat) throw std::logic_error("ParameterServer needs a Heartbeat");
     int max_rank = 0;
     for (int r : config_.learner_ranks) max_rank = std::max(max_rank, r);
@@ -50,7 +51,7 @@ ParameterServer::ParameterServer(Transport& transport, UpdateRule& rule, nn::Par
         }
     }
     in_.reserve(sizeof(GradientHeader) + params_.size() * sizeof(float));
-    out_.reserve(sizeof(EpochWeightsHeader) + params_.size() * sizeof(float));
+    out_.reserve(sizeof(WeightsReply) + params_.size() * sizeof(float));
 }
 
 double ParameterServer::elapsed() const { return config_.elapsed_offset_s + now_s() - started_; }
@@ -63,16 +64,16 @@ int ParameterServer::live_learners() const {
     return static_cast<int>(std::count_if(learners_.begin(), learners_.end(), [](const Learner& l) { return !l.lost; }));
 }
 
-// Sends out_; gives up once `rank` has been silent for the timeout (the buffer then stays with
-// the posted send, and out_ starts afresh).
-bool ParameterServer::send_out(int rank, int tag) {
+// Sends `bytes`; gives up once `rank` has been silent for the timeout (the buffer then stays
+// with the posted send, and `bytes` starts afresh).
+bool ParameterServer::send_checked(int rank, int tag, std::vector<char>& bytes) {
     try {
-        if (t_.send_while(rank, tag, out_.data(), out_.size(), [&] { return peer_alive(rank); }))
+        if (t_.send_while(rank, tag, bytes.data(), bytes.size(), [&] { return peer_alive(rank); }))
             return true;
     } catch (const PeerError& e) {
         if (hooks_.log) hooks_.log(std::string("PS: ") + e.what());
     }
-    posted_.keep(out_);
+    posted_.keep(bytes);
     return false;
 }
 
@@ -99,12 +100,10 @@ void ParameterServer::send_epoch_weights(int64_t epoch, bool final, bool replay)
     if (!replay) rule_.staleness().take_epoch(h.staleness_mean, h.staleness_max);
     h.final = final ? 1 : 0;
     h.replay = replay ? 1 : 0;
-    h.traffic = traffic_report(t_);
     h.traffic.weight_replies = weight_replies_;
     h.traffic.empty_replies = empty_replies_;
     if (stats_lost_) return;
-    pack(out_, h, params_.values(), params_.size());
-    if (!send_out(config_.stats_rank, kEpochWeights)) check_peers();
+    if (!stats_.send_epoch(h, params_.values(), params_.size())) check_peers();
 }
 
 void ParameterServer::checkpoint(const std::string& reason) {
@@ -151,18 +150,14 @@ void ParameterServer::stop_run(PsResult::End end, const std::string& why) {
         hooks_.log("PS: no new checkpoint: the statistics server, lost, never logged epoch " + std::to_string(epoch_) +
                    ", so the checkpoint of that epoch's end stays the newest");
     }
-    if (!stats_lost_) {
-        pack(out_, RunEnd{end == PsResult::End::Stopped ? kEndSignal : kEndLearnerLost, epoch_, rule_.timestamp(),
-                          elapsed()});
-        send_out(config_.stats_rank, kRunEnd);
-    }
+    if (!stats_lost_)
+        stats_.run_end(end == PsResult::End::Stopped ? kEndSignal : kEndLearnerLost, epoch_, rule_.timestamp(), elapsed());
     answer_deferred();
 }
 
 void ParameterServer::tell_stats_lost(int rank, double silent_s, bool fatal) {
     if (stats_lost_) return;
-    pack(out_, LearnerLost{rank, elapsed(), silent_s, live_learners(), fatal ? 1 : 0});
-    send_out(config_.stats_rank, kLearnerLost);
+    stats_.learner_lost(LearnerLost{rank, elapsed(), silent_s, live_learners(), fatal ? 1 : 0});
 }
 
 // A leaf PS is lost, and with it every learner below it.
@@ -460,7 +455,7 @@ PsResult ParameterServer::run() {
             });
     }
     started_ = now_s();
-    checkpoints_ = CheckpointCadence(config_.checkpoint_every);
+    checkpoints_ = session::CheckpointCadence(config_.checkpoint_every);
     checkpoints_.written(rule_.timestamp(), started_);
     epoch_ = rule_.samples() / config_.samples_per_epoch;  // after a warm start or resume, the epochs done
     logged_epoch_ = epoch_;

@@ -15,14 +15,15 @@
 #include <string>
 #include <vector>
 
-#include "dist/ps/checkpoint_cadence.h"
-#include "dist/ps/run_common.h"
 #include "dist/ps/receive_ahead.h"
+#include "dist/ps/run_common.h"
+#include "dist/ps/stats_link.h"
 #include "dist/ps/update_rule.h"
 #include "dist/ps/weight_broadcast.h"
 #include "dist/transport/heartbeat.h"
 #include "dist/transport/messages.h"
 #include "dist/transport/transport.h"
+#include "session/run_loop.h"
 
 namespace rudra::dist {
 
@@ -44,7 +45,7 @@ struct PsConfig : RunCommon {
     std::vector<int> broadcast_children;
     double peer_timeout_s = kDefaultPeerTimeoutS;   // silence after which a learner or the statistics server is lost
     // Periodic checkpoints (0: none), besides those at every epoch boundary and on request.
-    CheckpointEvery checkpoint_every;
+    session::CheckpointEvery checkpoint_every;
     // A thread of its own receives the next message while the PS handles the last one
     // (dist/ps/receive_ahead.h); off: the PS receives each message itself once it is free. Off by
     // default: no gain was measured on 2 cores, and it changes the PS's timing.
@@ -98,7 +99,8 @@ private:
     void answer_deferred();
     void reply(int rank, int64_t have_ts);
     void reply_stop(int rank);
-    bool send_out(int rank, int tag);
+    bool send_out(int rank, int tag) { return send_checked(rank, tag, out_); }
+    bool send_checked(int rank, int tag, std::vector<char>& bytes);
     void send_epoch_weights(int64_t epoch, bool final, bool replay);
     void maybe_checkpoint();
     void maybe_broadcast();
@@ -112,6 +114,7 @@ private:
     PsConfig config_;
     PsHooks hooks_;
     std::vector<char> in_, out_;               // message buffers, reused
+    StatsLink stats_;                          // through send_checked
     PostedBuffers posted_;  // sends to lost peers, given up while still posted
 
     // The ranks that push and pull here: the learners (base), or the leaf PSs (adv).
@@ -143,7 +146,7 @@ private:
     // The reason of a stopping checkpoint that waits for the statistics server to log the last
     // epoch ("" when none waits).
     std::string stop_checkpoint_reason_;
-    CheckpointCadence checkpoints_;
+    session::CheckpointCadence checkpoints_;
     double started_ = 0.0;
     PsResult result_;
 };

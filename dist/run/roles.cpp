@@ -140,7 +140,7 @@ std::pair<int, double> parse_straggler(const std::string& text, const std::vecto
     }
 }
 
-dist::CheckpointEvery parse_checkpoint_every(const std::string& text) {
+session::CheckpointEvery parse_checkpoint_every(const std::string& text) {
     size_t used = 0;
     double v = -1;
     try {
@@ -154,7 +154,7 @@ dist::CheckpointEvery parse_checkpoint_every(const std::string& text) {
     if (!(v >= 0 && v <= most) || !(unit.empty() || unit == "s" || unit == "m") || (unit.empty() && v != std::floor(v)))
         throw std::runtime_error("--checkpoint-every must be N (updates, at most 1e15), Ns (seconds, at most 1e9), "
                                  "Nm (minutes, at most 1e7) or 0, got '" + text + "'");
-    dist::CheckpointEvery every;
+    session::CheckpointEvery every;
     if (unit.empty()) every.steps = static_cast<int64_t>(v);
     else every.seconds = unit == "m" ? v * 60 : v;
     return every;

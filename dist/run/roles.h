@@ -14,7 +14,7 @@
 #include "data/batch_stream.h"
 #include "data/dataset.h"
 #include "dist/methods/allreduce.h"
-#include "dist/ps/checkpoint_cadence.h"
+#include "session/run_loop.h"
 #include "dist/ps/learner.h"
 #include "dist/ps/protocol.h"
 #include "dist/ps/topology.h"
@@ -62,7 +62,7 @@ struct Setup {
 };
 
 // --checkpoint-every: "N" updates (steps), "Ns" seconds, "Nm" minutes, "0" none.
-dist::CheckpointEvery parse_checkpoint_every(const std::string& text);
+session::CheckpointEvery parse_checkpoint_every(const std::string& text);
 
 // --straggler RANK:FACTOR, checked against the learners' ranks: {rank, factor}, or {-1, 1} for "".
 std::pair<int, double> parse_straggler(const std::string& text, const std::vector<int>& learner_ranks);
