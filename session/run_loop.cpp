@@ -21,8 +21,7 @@ RunEnd run_loop(RunMethod& m, const RunPlan& p) {
     CheckpointCadence cadence(p.checkpoint_every);
     cadence.written(at.steps, at.elapsed_s);
     const auto save = [&](CheckpointWhy why) {
-        m.save(why, at);
-        cadence.written(at.steps, at.elapsed_s);
+        if (m.save(why, at)) cadence.written(at.steps, at.elapsed_s);
     };
     m.begin(at);
     bool stopped = false;

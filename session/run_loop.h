@@ -2,8 +2,8 @@
 // in samples, steps and epochs, the epoch ends, the epoch, periodic, requested and stopping
 // checkpoints, the stop request, the end), and a method is a strategy on it: its step and
 // exchange, what it does at an epoch end, how it saves a checkpoint. The single-node run
-// (session/single_node_run.h), the all-reduce learner (dist/methods/allreduce.h) and the gossip
-// learner (dist/methods/gossip.h) run on it.
+// (session/single_node_run.h), the parameter server (dist/ps/parameter_server.h), the all-reduce
+// learner (dist/methods/allreduce.h) and the gossip learner (dist/methods/gossip.h) run on it.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -82,7 +82,10 @@ public:
     virtual bool epoch_end(const RunPosition&, bool /*last*/) { return false; }
     // Whether this rank writes the run's checkpoints.
     virtual bool keeps_checkpoints() const { return true; }
-    virtual void save(CheckpointWhy why, const RunPosition& at) = 0;
+    // Writes a checkpoint; false when it cannot be written now (a periodic checkpoint the
+    // parameter server holds back until the statistics server has logged the last epoch): the
+    // loop asks again after the next step.
+    virtual bool save(CheckpointWhy why, const RunPosition& at) = 0;
     // After the loop: stopped before the end (after the Signal checkpoint) or not.
     virtual void end(const RunPosition&, bool /*stopped*/) {}
 };

@@ -143,7 +143,7 @@ public:
         return false;
     }
 
-    void save(CheckpointWhy why, const RunPosition& at) override {
+    bool save(CheckpointWhy why, const RunPosition& at) override {
         const std::string path = snapshot_path(c_.output, solver_.snapshot_prefix, at.steps);
         const auto position = static_cast<uint64_t>(at.samples);
         nn::Snapshot snap = run_.snapshot(static_cast<uint64_t>(at.steps), position, c_.data_seed);
@@ -158,6 +158,7 @@ public:
         nn::write_snapshot(path, snap);
         log_.write({{"event", "snapshot"}, {"iteration", at.steps}, {"path", path}});
         last_snapshot_ = path;
+        return true;
     }
 
     const std::string& last_snapshot() const { return last_snapshot_; }

@@ -34,9 +34,14 @@ public:
         log.push_back("epoch@" + std::to_string(at.epoch) + (last ? "!" : ""));
         return at.epoch == stop_at_epoch;
     }
-    void save(CheckpointWhy why, const RunPosition& at) override {
+    bool save(CheckpointWhy why, const RunPosition& at) override {
         static const char* names[] = {"epoch", "periodic", "request", "signal", "end"};
+        if (why == CheckpointWhy::Periodic && at.steps < periodic_from) {
+            log.push_back("declined@" + std::to_string(at.steps));
+            return false;
+        }
         log.push_back(std::string("save:") + names[static_cast<int>(why)] + "@" + std::to_string(at.steps));
+        return true;
     }
     void end(const RunPosition&, bool stopped) override { log.push_back(stopped ? "end:stopped" : "end"); }
 
@@ -44,6 +49,7 @@ public:
     int stop_at = -1;             // the step after which the learners agree to stop
     int64_t stop_at_epoch = -1;   // the epoch at whose end they agree to stop
     bool meets_to_stop = false;   // a stop request is a meeting, not a step
+    int64_t periodic_from = 0;    // periodic checkpoints before this step are declined
 
 private:
     int64_t per_step_;
@@ -107,6 +113,16 @@ TEST_CASE("run loop: periodic checkpoints count from the last checkpoint, or fro
         CHECK(only(m.log, "save") == std::vector<std::string>{"save:periodic@6", "save:end@9"});
         CHECK(only(m.log, "epoch") == std::vector<std::string>{"epoch@0!"});  // ends by steps, within epoch 1
     }
+}
+
+TEST_CASE("run loop: a periodic checkpoint the method declines is asked for again after the next step") {
+    Recorder m(1);
+    m.periodic_from = 5;
+    RunPlan p = plan(100, 12);
+    p.checkpoint_every.steps = 3;
+    run_loop(m, p);
+    CHECK(only(m.log, "declined") == std::vector<std::string>{"declined@3", "declined@4"});
+    CHECK(only(m.log, "save") == std::vector<std::string>{"save:periodic@5", "save:periodic@8", "save:periodic@11"});
 }
 
 TEST_CASE("run loop: a stop before a step ends the run there with a signal checkpoint") {

@@ -168,11 +168,12 @@ public:
         return false;
     }
 
-    void save(session::CheckpointWhy why, const session::RunPosition& at) override {
+    bool save(session::CheckpointWhy why, const session::RunPosition& at) override {
         const char* reason = why == session::CheckpointWhy::Epoch      ? "epoch"
                              : why == session::CheckpointWhy::Periodic ? "periodic"
                                                                         : "signal";
         cfg_.checkpoint(reason, sum_.steps, at.samples, at.elapsed_s);
+        return true;
     }
 
     void end(const session::RunPosition& at, bool stopped) override {

@@ -108,14 +108,41 @@ void ParameterServer::send_epoch_weights(int64_t epoch, bool final, bool replay)
 
 void ParameterServer::checkpoint(const std::string& reason) {
     if (hooks_.checkpoint) hooks_.checkpoint(reason);
-    checkpoints_.written(rule_.timestamp(), now_s());
 }
 
-// Periodic checkpoints wait until the statistics server has logged the last epoch, so that a
-// resumed run never lacks an epoch line that came before its checkpoint.
-void ParameterServer::maybe_checkpoint() {
-    if (stopping_ || logged_epoch_ < epoch_) return;
-    if (checkpoints_.due(rule_.timestamp(), now_s())) checkpoint("periodic");
+bool ParameterServer::save(session::CheckpointWhy why, const session::RunPosition&) {
+    switch (why) {
+        case session::CheckpointWhy::Periodic:
+            // Held back until the statistics server has logged the last epoch, so that a resumed
+            // run never lacks an epoch line that came before its checkpoint.
+            if (stopping_ || logged_epoch_ < epoch_) return false;
+            checkpoint("periodic");
+            return true;
+        case session::CheckpointWhy::Request:
+            checkpoint("request");
+            return true;
+        case session::CheckpointWhy::Epoch:
+        case session::CheckpointWhy::End:
+            checkpoint("epoch");
+            return true;
+        case session::CheckpointWhy::Signal:
+            break;
+    }
+    const std::string reason = result_.end == PsResult::End::Stopped ? "signal" : "learner lost";
+    if (logged_epoch_ >= epoch_) {
+        checkpoint(reason);
+    } else if (!stats_lost_) {
+        // A checkpoint must not run ahead of the metrics: it is written when the statistics
+        // server acknowledges the epoch it is testing (it is on its way: messages keep order).
+        stop_checkpoint_reason_ = reason;
+        if (hooks_.log)
+            hooks_.log("PS: the stopping checkpoint waits until the statistics server has logged epoch " +
+                       std::to_string(epoch_));
+    } else if (hooks_.log) {
+        hooks_.log("PS: no new checkpoint: the statistics server, lost, never logged epoch " + std::to_string(epoch_) +
+                   ", so the checkpoint of that epoch's end stays the newest");
+    }
+    return true;
 }
 
 void ParameterServer::answer_deferred() {
@@ -131,28 +158,14 @@ void ParameterServer::answer_deferred() {
     }
 }
 
+// The run stops short: the step ends, the loop writes the stopping checkpoint (save), and end()
+// tells the statistics server and the learners.
 void ParameterServer::stop_run(PsResult::End end, const std::string& why) {
     if (stopping_) return;
     stopping_ = true;
+    stopped_short_ = true;
     result_.end = end;
     result_.why = why;
-    const std::string reason = end == PsResult::End::Stopped ? "signal" : "learner lost";
-    if (logged_epoch_ >= epoch_) {
-        checkpoint(reason);
-    } else if (!stats_lost_) {
-        // A checkpoint must not run ahead of the metrics: it is written when the statistics
-        // server acknowledges the epoch it is testing (it is on its way: messages keep order).
-        stop_checkpoint_reason_ = reason;
-        if (hooks_.log)
-            hooks_.log("PS: the stopping checkpoint waits until the statistics server has logged epoch " +
-                       std::to_string(epoch_));
-    } else if (hooks_.log) {
-        hooks_.log("PS: no new checkpoint: the statistics server, lost, never logged epoch " + std::to_string(epoch_) +
-                   ", so the checkpoint of that epoch's end stays the newest");
-    }
-    if (!stats_lost_)
-        stats_.run_end(end == PsResult::End::Stopped ? kEndSignal : kEndLearnerLost, epoch_, rule_.timestamp(), elapsed());
-    answer_deferred();
 }
 
 void ParameterServer::tell_stats_lost(int rank, double silent_s, bool fatal) {
@@ -282,18 +295,17 @@ void ParameterServer::maybe_broadcast() {
 
 void ParameterServer::after_update() {
     broadcast_due_ = true;
-    if (rule_.samples() >= (epoch_ + 1) * config_.samples_per_epoch) {
-        ++epoch_;
-        const bool final = epoch_ >= config_.epochs;
-        checkpoint("epoch");
-        if (final) {
-            stopping_ = true;
-            if (hooks_.finished) hooks_.finished();
-        }
-        send_epoch_weights(epoch_, final, false);
-    }
+    updated_ = true;
+    // The last update: the requests waiting for it are answered with the stop.
+    if (rule_.samples() >= config_.epochs * config_.samples_per_epoch) stopping_ = true;
     answer_deferred();
-    maybe_checkpoint();
+}
+
+bool ParameterServer::epoch_end(const session::RunPosition& at, bool last) {
+    epoch_ = at.epoch;
+    if (last && hooks_.finished) hooks_.finished();
+    send_epoch_weights(epoch_, last, false);
+    return false;
 }
 
 // A leaf PS's sum: its gradients are counted, clocked and weighed one by one, as if each had come
@@ -410,7 +422,6 @@ void ParameterServer::handle_stats(const Envelope& e) {
             checkpoint(stop_checkpoint_reason_);
             stop_checkpoint_reason_.clear();
         }
-        maybe_checkpoint();
     } else if (e.tag == kStatsDone) {
         result_.stats_done = true;
         hooks_.heartbeat->stop_notifying(config_.stats_rank);
@@ -455,23 +466,68 @@ PsResult ParameterServer::run() {
             });
     }
     started_ = now_s();
-    checkpoints_ = session::CheckpointCadence(config_.checkpoint_every);
-    checkpoints_.written(rule_.timestamp(), started_);
-    epoch_ = rule_.samples() / config_.samples_per_epoch;  // after a warm start or resume, the epochs done
+    session::RunPlan plan;
+    plan.samples_per_epoch = config_.samples_per_epoch;
+    plan.total_samples = config_.epochs * config_.samples_per_epoch;
+    plan.start = {rule_.timestamp(), rule_.samples(), 0, 0.0};  // after a warm start or resume
+    plan.elapsed_offset_s = config_.elapsed_offset_s;
+    plan.checkpoint_every = config_.checkpoint_every;
+    plan.checkpoint_at_epochs = plan.checkpoint_at_end = true;
+    // The stop request is asked between messages, inside the step (a step may wait long).
+    plan.snapshot_requested = hooks_.checkpoint_requested;
+    session::run_loop(*this, plan);
+    broadcast_.reset();  // its thread ends (a send to a lost learner is given up)
+    if (ahead_) {
+        // The receiving thread ends too. What it took is dropped (the run is over), but a
+        // heartbeat is counted: at the end every rank receives the heartbeats still on their way
+        // by count (Heartbeat::drain), and would wait for this one forever.
+        ahead_->stop();
+        while (const std::optional<Envelope> e = ahead_->next(in_, [] { return false; }))
+            if (e->tag == kHeartbeat) hooks_.heartbeat->beat_received(e->source);
+        ahead_.reset();
+    }
+    result_.updates = rule_.timestamp();
+    result_.samples = rule_.samples();
+    result_.elapsed_s = elapsed();
+    return result_;
+}
+
+void ParameterServer::begin(const session::RunPosition& at) {
+    epoch_ = at.epoch;
     logged_epoch_ = epoch_;
     if (config_.replay_epoch && epoch_ > 0) {
         logged_epoch_ = epoch_ - 1;
         send_epoch_weights(epoch_, false, true);
     }
+}
+
+session::StepDone ParameterServer::step(const session::RunPosition& at, bool) {
+    updated_ = false;
+    serve([this] { return updated_ || stopped_short_; });
+    return {rule_.samples() - at.samples, stopped_short_, rule_.timestamp() - at.steps};
+}
+
+// After the loop: the statistics server hears of an early end, the waiting requests get the
+// stop, and the PS serves until every learner has left.
+void ParameterServer::end(const session::RunPosition&, bool stopped) {
+    stopping_ = true;
+    if (stopped && !stats_lost_)
+        stats_.run_end(result_.end == PsResult::End::Stopped ? kEndSignal : kEndLearnerLost, epoch_,
+                       rule_.timestamp(), elapsed());
+    answer_deferred();
+    serve([] { return false; });
+}
+
+void ParameterServer::serve(const std::function<bool()>& enough) {
     Heartbeat& hb = *hooks_.heartbeat;
-    double next_check = 0.0;
     for (;;) {
         const bool learners_done =
             std::all_of(children_.begin(), children_.end(), [](const Child& l) { return l.bye || l.lost; });
         if (learners_done) {
             if (!stopping_) stop_run(PsResult::End::LearnerLost, "every learner stopped answering");
-            if (result_.stats_done || stats_lost_) break;
+            if (result_.stats_done || stats_lost_) return;
         }
+        if (enough()) return;
         maybe_broadcast();
         const std::optional<Envelope> e = receive(0.2);
         if (e) try {
@@ -497,29 +553,13 @@ PsResult ParameterServer::run() {
             throw std::runtime_error("PS: message (tag " + std::to_string(e->tag) + ", " + std::to_string(e->bytes) +
                                      " bytes) from rank " + std::to_string(e->source) + ": " + error.what());
         }
-        if (now_s() >= next_check) {
-            next_check = now_s() + 0.2;
+        if (now_s() >= next_check_) {
+            next_check_ = now_s() + 0.2;
             check_peers();
             if (!stopping_ && hooks_.stop_requested && hooks_.stop_requested())
                 stop_run(PsResult::End::Stopped, "stopped by a signal");
-            if (hooks_.checkpoint_requested && hooks_.checkpoint_requested() && !stopping_) checkpoint("request");
-            maybe_checkpoint();
         }
     }
-    broadcast_.reset();  // its thread ends (a send to a lost learner is given up)
-    if (ahead_) {
-        // The receiving thread ends too. What it took is dropped (the run is over), but a
-        // heartbeat is counted: at the end every rank receives the heartbeats still on their way
-        // by count (Heartbeat::drain), and would wait for this one forever.
-        ahead_->stop();
-        while (const std::optional<Envelope> e = ahead_->next(in_, [] { return false; }))
-            if (e->tag == kHeartbeat) hb.beat_received(e->source);
-        ahead_.reset();
-    }
-    result_.updates = rule_.timestamp();
-    result_.samples = rule_.samples();
-    result_.elapsed_s = elapsed();
-    return result_;
 }
 
 }  // namespace rudra::dist

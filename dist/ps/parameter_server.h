@@ -77,12 +77,27 @@ struct PsResult {
     std::string why;              // End::Stopped / LearnerLost: what happened
 };
 
-class ParameterServer {
+// On the run loop (session/run_loop.h), a step of the PS is one update: it serves messages
+// (requests, gradients, heartbeats, the statistics server's acknowledgements) until one is made,
+// or until the run stops short (a signal, a lost learner); after the loop it serves until every
+// learner has left and the statistics server is done.
+class ParameterServer : private session::RunMethod {
 public:
     ParameterServer(Transport& transport, UpdateRule& rule, nn::ParamStore& params, PsConfig config, PsHooks hooks);
     PsResult run();
 
 private:
+    // The run loop's.
+    bool stops_together() const override { return true; }
+    void begin(const session::RunPosition& at) override;
+    session::StepDone step(const session::RunPosition& at, bool) override;
+    bool epoch_end(const session::RunPosition& at, bool last) override;
+    bool save(session::CheckpointWhy why, const session::RunPosition& at) override;
+    void end(const session::RunPosition& at, bool stopped) override;
+
+    // Receives and handles messages until `enough()`, or until every learner has left and the
+    // statistics server is done (or lost).
+    void serve(const std::function<bool()>& enough);
     double elapsed() const;
     void handle_child(const Envelope& e, int child);
     void take_gradient_sum(const Envelope& e, int child);
@@ -102,7 +117,6 @@ private:
     bool send_out(int rank, int tag) { return send_checked(rank, tag, out_); }
     bool send_checked(int rank, int tag, std::vector<char>& bytes);
     void send_epoch_weights(int64_t epoch, bool final, bool replay);
-    void maybe_checkpoint();
     void maybe_broadcast();
     bool broadcast_waits();
     void checkpoint(const std::string& reason);
@@ -140,13 +154,15 @@ private:
     std::vector<char> broadcast_out_;             // adv*: the next version, packed
     bool broadcast_due_ = false, stop_broadcast_ = false;
     bool stopping_ = false, stats_lost_ = false, deaf_ = false;
+    bool updated_ = false;         // an update was made in this step
+    bool stopped_short_ = false;   // stop_run: a signal or a lost learner ends the run early
+    double next_check_ = 0.0;      // when the peers and the stop request are next checked
     int64_t epoch_ = 0;
     int64_t weight_replies_ = 0, empty_replies_ = 0;  // pulls answered with weights, and with "nothing newer"
     int64_t logged_epoch_ = 0;  // the statistics server has logged every epoch up to this one
     // The reason of a stopping checkpoint that waits for the statistics server to log the last
     // epoch ("" when none waits).
     std::string stop_checkpoint_reason_;
-    session::CheckpointCadence checkpoints_;
     double started_ = 0.0;
     PsResult result_;
 };
