@@ -7,14 +7,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "base/clock.h"
 #include "dist/transport/messages.h"
 #include "dist/transport/timeline.h"
 #include "nn/atomic_file.h"
 
 namespace rudra::dist {
 namespace {
-
-double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 std::string seconds_text(double s) {
     char buf[32];
@@ -54,7 +53,7 @@ ParameterServer::ParameterServer(Transport& transport, UpdateRule& rule, nn::Par
     out_.reserve(sizeof(WeightsReply) + params_.size() * sizeof(float));
 }
 
-double ParameterServer::elapsed() const { return config_.elapsed_offset_s + now_s() - started_; }
+double ParameterServer::elapsed() const { return config_.elapsed_offset_s + seconds_since(started_); }
 
 bool ParameterServer::peer_alive(int rank) const {
     return hooks_.heartbeat->heard_within(rank, config_.peer_timeout_s);
@@ -465,7 +464,7 @@ PsResult ParameterServer::run() {
                 if (log) log("PS: " + what);
             });
     }
-    started_ = now_s();
+    started_ = SteadyClock::now();
     session::RunPlan plan;
     plan.samples_per_epoch = config_.samples_per_epoch;
     plan.total_samples = config_.epochs * config_.samples_per_epoch;
@@ -553,8 +552,8 @@ void ParameterServer::serve(const std::function<bool()>& enough) {
             throw std::runtime_error("PS: message (tag " + std::to_string(e->tag) + ", " + std::to_string(e->bytes) +
                                      " bytes) from rank " + std::to_string(e->source) + ": " + error.what());
         }
-        if (now_s() >= next_check_) {
-            next_check_ = now_s() + 0.2;
+        if (SteadyClock::now() >= next_check_) {
+            next_check_ = SteadyClock::now() + std::chrono::milliseconds(200);
             check_peers();
             if (!stopping_ && hooks_.stop_requested && hooks_.stop_requested())
                 stop_run(PsResult::End::Stopped, "stopped by a signal");

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "dist/ps/receive_ahead.h"
 #include "dist/ps/run_common.h"
 #include "dist/ps/stats_link.h"
@@ -156,14 +157,14 @@ private:
     bool stopping_ = false, stats_lost_ = false, deaf_ = false;
     bool updated_ = false;         // an update was made in this step
     bool stopped_short_ = false;   // stop_run: a signal or a lost learner ends the run early
-    double next_check_ = 0.0;      // when the peers and the stop request are next checked
+    SteadyClock::time_point next_check_{};  // when the peers and the stop request are next checked
     int64_t epoch_ = 0;
     int64_t weight_replies_ = 0, empty_replies_ = 0;  // pulls answered with weights, and with "nothing newer"
     int64_t logged_epoch_ = 0;  // the statistics server has logged every epoch up to this one
     // The reason of a stopping checkpoint that waits for the statistics server to log the last
     // epoch ("" when none waits).
     std::string stop_checkpoint_reason_;
-    double started_ = 0.0;
+    SteadyClock::time_point started_{};
     PsResult result_;
 };
 

@@ -27,7 +27,7 @@ int run_allreduce_role(const RoleContext& rc) {
     session::TrainingSession run(spec, sets, {.train_net = true, .test_net = false, .solver = true});
     if (!o.warm_start.empty()) run.restore(s.warm, o.warm_start, session::TrainingSession::History::IfMatching);
     const int64_t resumed = resumed_steps(rc, run);
-    const int64_t start_samples = s.resume ? s.resume->samples() : s.start_samples;
+    const int64_t start_samples = s.first_samples();
     if (rank == kPsRank)
         say("allreduce: " + std::to_string(lambda) + " learners, each step " + std::to_string(lambda) + " x " +
             std::to_string(run.batch()) + " samples at base_lr " + std::to_string(spec.solver.lr.base_lr) +
@@ -64,8 +64,8 @@ int run_allreduce_role(const RoleContext& rc) {
     c.epochs = o.epochs;
     c.start_samples = start_samples;
     c.start_steps = start_iteration;
-    c.elapsed_offset_s = s.resume ? s.resume->elapsed_s() : 0.0;
-    c.replay_epoch = s.resume && start_samples % c.samples_per_epoch == 0;
+    c.elapsed_offset_s = s.elapsed_offset_s();
+    c.replay_epoch = replays_epoch(s, c.samples_per_epoch);
     training_starts(t, s);
     const dist::AllreduceSummary r = dist::run_allreduce_learner(t, *rc.group, c, work);
     if (rank != kPsRank) return 0;

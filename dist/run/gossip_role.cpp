@@ -53,11 +53,11 @@ int run_gossip_role(const RoleContext& rc) {
     c.batch = run.batch();
     c.samples_per_epoch = samples_per_epoch;
     c.epochs = o.epochs;
-    c.first_epoch = (s.resume ? s.resume->samples() : s.start_samples) / samples_per_epoch;
+    c.first_epoch = s.first_samples() / samples_per_epoch;
     c.start_steps = resumed;
     c.start_partial = partial;
-    c.elapsed_offset_s = s.resume ? s.resume->elapsed_s() : 0.0;
-    c.replay_epoch = s.resume && s.resume->samples() % samples_per_epoch == 0;
+    c.elapsed_offset_s = s.elapsed_offset_s();
+    c.replay_epoch = replays_epoch(s, samples_per_epoch);
     c.stop_requested = s.stop_requested;
     c.timeline = s.timeline;
     if (rank == kPsRank) {

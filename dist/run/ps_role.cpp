@@ -120,6 +120,8 @@ int run_ps_role(const RoleContext& c) {
     const dist::UpdateRuleConfig rc = rule_config(o, s, protocol, run.batch(), lambda);
     dist::UpdateRule rule(protocol, run.solver(), params, lambda, rc);
     dist::PsConfig pc = ps_config(o, s, static_cast<int64_t>(sets.train.size()));
+    pc.replay_epoch = replays_epoch(s, pc.samples_per_epoch);
+    pc.elapsed_offset_s = s.elapsed_offset_s();
 
     const std::string ck_path = checkpoint_path(o.output);
     const std::string snap_path = final_snapshot_path(o.output);
@@ -128,8 +130,6 @@ int run_ps_role(const RoleContext& c) {
         if (nn::remove_stale_tmp(f)) say("PS: removed " + f + ".tmp, left by a run that was killed while writing it");
     if (s.resume) {
         rule.restore_state(s.resume->meta.at("rule"));
-        pc.elapsed_offset_s = s.resume->elapsed_s();
-        pc.replay_epoch = rule.samples() % pc.samples_per_epoch == 0;
         say_resumed(*s.resume, rule, lambda);
     }
     std::printf(

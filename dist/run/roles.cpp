@@ -21,6 +21,10 @@ void say(const std::string& line) {
 
 std::string resume_hint(const std::string& output) { return "go on with: rudra dist --resume " + output; }
 
+bool replays_epoch(const Setup& s, int64_t samples_per_epoch) {
+    return s.resume && s.resume->samples() % samples_per_epoch == 0;
+}
+
 uint64_t sample_stream_seed(uint64_t run_seed, int stream) { return run_seed * 7919 + static_cast<uint64_t>(stream); }
 
 std::vector<int> ranks_from(int first, int size) {

@@ -59,6 +59,10 @@ struct Setup {
     std::function<bool()> checkpoint_requested;
 
     const nn::LayerSpec& train_layer() const { return *spec.net.data_layer(nn::Phase::Train); }  // read_setup checks it
+    // Where this run starts: a resumed run's samples and seconds so far, or a warm start's
+    // samples (and no seconds).
+    int64_t first_samples() const { return resume ? resume->samples() : start_samples; }
+    double elapsed_offset_s() const { return resume ? resume->elapsed_s() : 0.0; }
 };
 
 // --checkpoint-every: "N" updates (steps), "Ns" seconds, "Nm" minutes, "0" none.
@@ -89,6 +93,9 @@ std::string write_final_snapshot(const std::string& output, const nn::Snapshot& 
 void say(const std::string& line);  // a line on stdout, flushed
 // "go on with: rudra dist --resume OUTDIR": how every stop that leaves a checkpoint ends.
 std::string resume_hint(const std::string& output);
+// A resumed run whose checkpoint lies on an epoch boundary sends that epoch's weights again
+// (RunCommon::replay_epoch).
+bool replays_epoch(const Setup& s, int64_t samples_per_epoch);
 // The seed of a learner's own sample stream (base's learners are streams 2, 3, ...).
 uint64_t sample_stream_seed(uint64_t run_seed, int stream);
 std::vector<int> ranks_from(int first, int size);

@@ -95,8 +95,8 @@ int run_stats_role(const RoleContext& c) {
     }
     sc.param_floats = run.params().size();
     sc.protocol = protocol.name();
-    sc.start_samples = s.resume ? s.resume->samples() : s.start_samples;
-    sc.start_elapsed_s = s.resume ? s.resume->elapsed_s() : 0.0;
+    sc.start_samples = s.first_samples();
+    sc.start_elapsed_s = s.elapsed_offset_s();
     DistDisplay display(o, static_cast<int64_t>(sets.train.size()), o.batch > 0 ? o.batch : s.train_layer().batch_size,
                         sc.start_samples);
     sc.on_epoch = [&](const nlohmann::ordered_json& line) { display.metrics_line(line); };
