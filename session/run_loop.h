@@ -5,7 +5,6 @@
 // (session/single_node_run.h), the parameter server (dist/ps/parameter_server.h), the all-reduce
 // learner (dist/methods/allreduce.h) and the gossip learner (dist/methods/gossip.h) run on it.
 #pragma once
-#include <chrono>
 #include <cstdint>
 #include <functional>
 
@@ -42,8 +41,9 @@ private:
     double at_s_ = 0.0;
 };
 
-// Where a run stands: the method's steps (mini-batches, or synchronous steps of all learners)
-// and the samples trained on by all learners, both counted from the run's first start; the
+// Where a run stands: the method's steps (mini-batches, the PS's updates, synchronous steps of
+// all learners) and the samples trained on by all learners, both counted from the run's first
+// start (a gossip learner counts its own local steps as samples: its epoch is its share); the
 // epochs completed; the seconds since the first start.
 struct RunPosition {
     int64_t steps = 0;
