@@ -7,6 +7,17 @@
 
 namespace rudra::session {
 
+const char* reason_name(CheckpointWhy why) {
+    switch (why) {
+        case CheckpointWhy::Epoch: return "epoch";
+        case CheckpointWhy::Periodic: return "periodic";
+        case CheckpointWhy::Request: return "request";
+        case CheckpointWhy::Signal: return "signal";
+        case CheckpointWhy::End: return "end";
+    }
+    return "?";
+}
+
 RunEnd run_loop(RunMethod& m, const RunPlan& p) {
     if (p.samples_per_epoch <= 0) throw std::logic_error("run_loop: an epoch of no samples");
     const auto started = std::chrono::steady_clock::now();
@@ -38,10 +49,10 @@ RunEnd run_loop(RunMethod& m, const RunPlan& p) {
         at.elapsed_s = elapsed();
         const bool last = done(at);
         const bool epoch_ends = at.samples / p.samples_per_epoch != before / p.samples_per_epoch || last;
+        if (epoch_ends) at.epoch = at.samples / p.samples_per_epoch;
         m.after_step(at, epoch_ends);
         bool saved = false, stop_here = false;
         if (epoch_ends) {
-            at.epoch = at.samples / p.samples_per_epoch;
             stop_here = m.epoch_end(at, last);
             if (p.checkpoint_at_epochs && keeps && !last && !stop_here) {
                 save(CheckpointWhy::Epoch);

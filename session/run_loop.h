@@ -53,6 +53,8 @@ struct RunPosition {
 };
 
 enum class CheckpointWhy { Epoch, Periodic, Request, Signal, End };
+// The reason a checkpoint's metadata records: "epoch", "periodic", "request", "signal", "end".
+const char* reason_name(CheckpointWhy why);
 
 // What one step did: the samples it trained on (all learners'), and for a method whose learners
 // stop together, whether they agreed to stop after it. steps: 0 for a call that only met the
@@ -75,7 +77,7 @@ public:
     // One step and its exchange, from `at`. `stop_asked`: this rank's stop request (only when
     // stops_together()).
     virtual StepDone step(const RunPosition& at, bool stop_asked) = 0;
-    // After every step, with the position after it.
+    // After every step, with the position after it (its epoch too, when the step ended one).
     virtual void after_step(const RunPosition&, bool /*epoch_ends*/) {}
     // After the step that ends an epoch (or the run): a test pass, the epoch's weights out.
     // Returns true when the learners, meeting there, agreed to stop the run short of its end.

@@ -149,7 +149,7 @@ public:
         nn::Snapshot snap = run_.snapshot(static_cast<uint64_t>(at.steps), position, c_.data_seed);
         CheckpointFacts facts;
         facts.method = kSingleNode;
-        facts.reason = reason(why);
+        facts.reason = why == CheckpointWhy::Periodic ? "snapshot" : reason_name(why);  // a solver's `snapshot`
         facts.epoch = static_cast<int64_t>(position / static_cast<uint64_t>(n_train_));
         facts.timed = false;  // the same run writes the same bytes
         facts.settings = c_.settings;
@@ -164,17 +164,6 @@ public:
     const std::string& last_snapshot() const { return last_snapshot_; }
 
 private:
-    static const char* reason(CheckpointWhy why) {
-        switch (why) {
-            case CheckpointWhy::Periodic: return "snapshot";
-            case CheckpointWhy::Request: return "request";
-            case CheckpointWhy::Signal: return "signal";
-            case CheckpointWhy::End: return "end";
-            case CheckpointWhy::Epoch: return "epoch";
-        }
-        return "?";
-    }
-
     TrainingSession& run_;
     const data::TrainTest& sets_;
     const SingleNodeRunConfig& c_;

@@ -35,12 +35,11 @@ public:
         return at.epoch == stop_at_epoch;
     }
     bool save(CheckpointWhy why, const RunPosition& at) override {
-        static const char* names[] = {"epoch", "periodic", "request", "signal", "end"};
         if (why == CheckpointWhy::Periodic && at.steps < periodic_from) {
             log.push_back("declined@" + std::to_string(at.steps));
             return false;
         }
-        log.push_back(std::string("save:") + names[static_cast<int>(why)] + "@" + std::to_string(at.steps));
+        log.push_back(std::string("save:") + reason_name(why) + "@" + std::to_string(at.steps));
         return true;
     }
     void end(const RunPosition&, bool stopped) override { log.push_back(stopped ? "end:stopped" : "end"); }

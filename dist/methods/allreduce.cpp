@@ -154,7 +154,6 @@ public:
     // Every learner checks that the models agree; the first sends the epoch's weights to the
     // statistics server.
     bool epoch_end(const session::RunPosition& at, bool) override {
-        last_ = at;
         bool agree = false;
         try {
             agree = models_agree(group_, work_.weights(), work_.param_floats, keep_waiting_);
@@ -169,15 +168,11 @@ public:
     }
 
     bool save(session::CheckpointWhy why, const session::RunPosition& at) override {
-        const char* reason = why == session::CheckpointWhy::Epoch      ? "epoch"
-                             : why == session::CheckpointWhy::Periodic ? "periodic"
-                                                                        : "signal";
-        cfg_.checkpoint(reason, sum_.steps, at.samples, at.elapsed_s);
+        cfg_.checkpoint(session::reason_name(why), sum_.steps, at.samples, at.elapsed_s);
         return true;
     }
 
     void end(const session::RunPosition& at, bool stopped) override {
-        last_ = at;
         if (!root_) return;
         if (stopped) stats_.stopped(at.epoch, sum_.steps, at.elapsed_s);
         if (!stats_.await_done(keep_waiting_)) throw watch_.gone();

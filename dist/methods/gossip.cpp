@@ -208,7 +208,7 @@ public:
     bool epoch_end(const session::RunPosition& at, bool) override { return meet(at.epoch, false, steps_per_epoch_); }
 
     bool save(session::CheckpointWhy why, const session::RunPosition& at) override {
-        cfg_.checkpoint(why == session::CheckpointWhy::Epoch ? "epoch" : "signal", avg_.data(), boundary_steps_,
+        cfg_.checkpoint(session::reason_name(why), avg_.data(), boundary_steps_,
                         met_taken_, met_samples_, at.elapsed_s);
         return true;
     }

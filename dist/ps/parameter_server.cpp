@@ -115,10 +115,9 @@ bool ParameterServer::save(session::CheckpointWhy why, const session::RunPositio
             // Held back until the statistics server has logged the last epoch, so that a resumed
             // run never lacks an epoch line that came before its checkpoint.
             if (stopping_ || logged_epoch_ < epoch_) return false;
-            checkpoint("periodic");
-            return true;
+            [[fallthrough]];
         case session::CheckpointWhy::Request:
-            checkpoint("request");
+            checkpoint(session::reason_name(why));
             return true;
         case session::CheckpointWhy::Epoch:
         case session::CheckpointWhy::End:
@@ -162,7 +161,6 @@ void ParameterServer::answer_deferred() {
 void ParameterServer::stop_run(PsResult::End end, const std::string& why) {
     if (stopping_) return;
     stopping_ = true;
-    stopped_short_ = true;
     result_.end = end;
     result_.why = why;
 }
@@ -294,7 +292,6 @@ void ParameterServer::maybe_broadcast() {
 
 void ParameterServer::after_update() {
     broadcast_due_ = true;
-    updated_ = true;
     // The last update: the requests waiting for it are answered with the stop.
     if (rule_.samples() >= config_.epochs * config_.samples_per_epoch) stopping_ = true;
     answer_deferred();
@@ -501,9 +498,9 @@ void ParameterServer::begin(const session::RunPosition& at) {
 }
 
 session::StepDone ParameterServer::step(const session::RunPosition& at, bool) {
-    updated_ = false;
-    serve([this] { return updated_ || stopped_short_; });
-    return {rule_.samples() - at.samples, stopped_short_, rule_.timestamp() - at.steps};
+    const auto stopped_short = [this] { return result_.end != PsResult::End::Finished; };  // stop_run
+    serve([&] { return rule_.timestamp() > at.steps || stopped_short(); });
+    return {rule_.samples() - at.samples, stopped_short(), rule_.timestamp() - at.steps};
 }
 
 // After the loop: the statistics server hears of an early end, the waiting requests get the

@@ -89,7 +89,6 @@ public:
 
 private:
     // The run loop's.
-    bool stops_together() const override { return true; }
     void begin(const session::RunPosition& at) override;
     session::StepDone step(const session::RunPosition& at, bool) override;
     bool epoch_end(const session::RunPosition& at, bool last) override;
@@ -155,8 +154,6 @@ private:
     std::vector<char> broadcast_out_;             // adv*: the next version, packed
     bool broadcast_due_ = false, stop_broadcast_ = false;
     bool stopping_ = false, stats_lost_ = false, deaf_ = false;
-    bool updated_ = false;         // an update was made in this step
-    bool stopped_short_ = false;   // stop_run: a signal or a lost learner ends the run early
     SteadyClock::time_point next_check_{};  // when the peers and the stop request are next checked
     int64_t epoch_ = 0;
     int64_t weight_replies_ = 0, empty_replies_ = 0;  // pulls answered with weights, and with "nothing newer"
