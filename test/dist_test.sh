@@ -165,6 +165,13 @@ done
 allreduce straggler --straggler 2:3
 grep -q 'rank 2 is a straggler: its compute is slowed 3 times' "$work/straggler.log" && pass || fail "straggler: announced"
 run straggler_async 5 --protocol async --straggler 3:2.5
+# Hardsync with a backup learner and a straggler: each update averages 2 of the 3 gradients, the
+# late ones are dropped and logged per epoch, none applied is stale.
+run backup 5 --protocol hardsync --backup 1 --straggler 4:4
+grep -q '"event":"epoch","protocol":"1-backup-hardsync","epoch":2,' "$work/backup/metrics.jsonl" &&
+  grep -q '"dropped":[1-9]' "$work/backup/metrics.jsonl" && grep -q '"max":0,' "$work/backup/staleness.json" && pass ||
+  { fail "backup: dropped gradients logged, staleness 0"; grep '"epoch"' "$work/backup/metrics.jsonl"; }
+grep -q 'late gradients dropped' "$work/backup.log" && pass || fail "backup: the epoch line says what was dropped"
 
 # Warm start: 1-softsync goes on from the hardsync run's 2 epochs to a total of 3.
 epochs=1 run warm 5 --protocol softsync --n 1 --epochs 3 --warm-start "$work/hardsync/final.rudra"
@@ -227,6 +234,10 @@ expect_error() {  # expect_error NAME PATTERN RANKS ARGS...
   else fail "$name: exit $rc, wanted an error containing '$pattern'"; tail -5 "$work/$name.log"; fi
 }
 expect_error bad_n "--n 7 must be in [1, 3]" 5 --data "$data" --protocol softsync --n 7
+expect_error bad_backup "--backup 3 must be in [0, 2]" 5 --data "$data" --protocol hardsync --backup 3
+expect_error backup_elsewhere "--backup is a setting of --protocol hardsync" 5 --data "$data" --protocol async --backup 1
+expect_error backup_adv "use --topology base with --backup" 8 --data "$data" --protocol hardsync --backup 1 \
+  --topology adv --ranks-per-node 4
 expect_error bad_straggler "--straggler must be RANK:FACTOR with RANK a learner's rank (2, 3, 4) and FACTOR a number >= 1, got '1:3'" \
   5 --data "$data" --protocol async --straggler 1:3
 expect_error slow_factor "got '2:0.5'" 5 --data "$data" --protocol async --straggler 2:0.5

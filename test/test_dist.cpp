@@ -102,6 +102,79 @@ TEST_CASE("hardsync sums a timestamp's gradients in learner order, whatever orde
     CHECK_THROWS_WITH(rule.add_gradient(2, 0, g[2]), doctest::Contains("a second gradient of timestamp 0 from learner 2"));
 }
 
+TEST_CASE("hardsync with backups: the first lambda - B gradients make the update; a late one is counted, never applied") {
+    CHECK(Protocol::hardsync(4, 1).gradients_per_update() == 3);
+    CHECK(Protocol::hardsync(4, 1).name() == "1-backup-hardsync");
+    CHECK(Protocol::parse("hardsync", 4, 1, 3).gradients_per_update() == 1);
+    CHECK_THROWS_WITH(Protocol::parse("hardsync", 4, 1, 4), doctest::Contains("--backup 4 must be in [0, 3]"));
+    CHECK_THROWS_WITH(Protocol::parse("softsync", 4, 1, 1), doctest::Contains("--backup is for hardsync"));
+    // A lost learner uses up a backup: the update keeps its 3 gradients while 3 learners live.
+    CHECK(Protocol::hardsync(4, 1).with_learners(3).gradients_per_update() == 3);
+    CHECK(Protocol::hardsync(4, 2).with_learners(3).gradients_per_update() == 2);
+    CHECK(Protocol::hardsync(4, 1).with_learners(2).gradients_per_update() == 2);
+
+    nn::ParamStore p = vector_store(1);
+    nn::Solver solver(plain_sgd(1.0), p);
+    UpdateRule rule(Protocol::hardsync(4, 1), solver, p, 4, {});
+    const size_t n = p.size();
+    std::vector<std::vector<float>> grads;
+    for (int l = 0; l < 4; ++l) grads.emplace_back(n, static_cast<float>(l + 1));
+    CHECK_FALSE(rule.add_gradient(2, 0, grads[2].data()));
+    CHECK_FALSE(rule.add_gradient(0, 0, grads[0].data()));
+    CHECK_THROWS_WITH(rule.add_gradient(0, 0, grads[0].data()), doctest::Contains("a second gradient of timestamp 0 from learner 0"));
+    CHECK(rule.add_gradient(3, 0, grads[3].data()));  // the third of 4: the update
+    CHECK(rule.timestamp() == 1);
+    CHECK(p.values()[0] == doctest::Approx(-(3.0 + 1.0 + 4.0) / 3.0));  // averaged over exactly 3
+    const float after_update = p.values()[0];
+    // Learner 1 is late: its gradient of timestamp 0 is dropped and counted.
+    CHECK_FALSE(rule.add_gradient(1, 0, grads[1].data()));
+    CHECK(p.values()[0] == after_update);
+    CHECK(rule.timestamp() == 1);
+    CHECK(rule.applied(1) == 0);
+    CHECK(rule.applied(2) == 1);
+    CHECK(rule.samples() == 3);
+    CHECK(rule.staleness().dropped() == std::vector<int64_t>{0, 1, 0, 0});
+    CHECK(rule.staleness().gradients() == 3);  // a dropped gradient has no staleness
+    CHECK_THROWS_WITH(rule.add_gradient(1, 2, grads[1].data()), doctest::Contains("ahead of the PS"));
+    // The count survives a checkpoint, and the next epoch's window starts at 0.
+    UpdateRule again(Protocol::hardsync(4, 1), solver, p, 4, {});
+    again.restore_state(nlohmann::json::parse(rule.state().dump()));
+    CHECK(again.staleness().dropped_total() == 1);
+    double mean;
+    int64_t mx, dropped;
+    again.staleness().take_epoch(mean, mx, dropped);
+    CHECK(dropped == 1);
+    again.staleness().take_epoch(mean, mx, dropped);
+    CHECK(dropped == 0);
+    // Lost learners: the rule goes on, still dropping, over what is left.
+    CHECK(rule.goes_on_without_learners());
+    rule.set_live_learners(2);
+    CHECK(rule.drops_late_gradients());
+    CHECK_FALSE(rule.add_gradient(3, 1, grads[3].data()));
+    CHECK(rule.add_gradient(1, 1, grads[1].data()));
+    CHECK(p.values()[0] == doctest::Approx(after_update - (4.0 + 2.0) / 2.0));
+    UpdateRule plain(Protocol::hardsync(4), solver, p, 4, {});
+    CHECK_FALSE(plain.goes_on_without_learners());
+    CHECK_THROWS(plain.set_live_learners(3));
+}
+
+TEST_CASE("hardsync with backups sums in arrival order: the same arrivals give the same weights") {
+    // 1e8 + 1 - 1e8 is 0 in floats left to right and 1 when the 1 comes last.
+    const size_t n = vector_store(1).size();
+    const std::vector<std::vector<float>> grads = {std::vector<float>(n, 1e8f), std::vector<float>(n, -1e8f),
+                                                   std::vector<float>(n, 1.0f), std::vector<float>(n, 5.0f)};
+    auto run = [&](std::vector<int> order) {
+        nn::ParamStore p = vector_store(1);
+        nn::Solver solver(plain_sgd(1.0), p);
+        UpdateRule rule(Protocol::hardsync(4, 1), solver, p, 4, {});
+        for (int l : order) rule.add_gradient(l, 0, grads[static_cast<size_t>(l)].data());
+        return p.values()[0];
+    };
+    CHECK(run({0, 2, 1, 3}) == run({0, 2, 1, 3}));
+    CHECK(run({0, 2, 1, 3}) == doctest::Approx(0.0f));           // (1e8 + 1) - 1e8: the 1 is lost; 3 dropped
+    CHECK(run({0, 1, 2, 3}) == doctest::Approx(-1.0f / 3.0f));  // (1e8 - 1e8) + 1
+}
+
 TEST_CASE("timestamps and staleness: sigma = PS timestamp - gradient timestamp, per learner and overall") {
     nn::ParamStore p = vector_store(2);
     nn::Solver solver(plain_sgd(0.0), p);
@@ -121,9 +194,10 @@ TEST_CASE("timestamps and staleness: sigma = PS timestamp - gradient timestamp, 
     CHECK(st.clock_offsets().size() == 5);  // one vector clock per update
     CHECK(st.clock_entries() == std::vector<int64_t>{0, 0, 0, 2});
     double mean;
-    int64_t mx;
+    int64_t mx, dropped;
     rudra::dist::StalenessStats copy = st;
-    copy.take_epoch(mean, mx);
+    copy.take_epoch(mean, mx, dropped);
+    CHECK(dropped == 0);
     CHECK(mean == doctest::Approx(1.0));
     CHECK(mx == 2);
 
@@ -311,16 +385,18 @@ TEST_CASE("whole system on the in-process transport: every protocol and mode con
     }
 }
 
-TEST_CASE("a lost learner: the asynchronous protocols go on without it, hardsync stops; the final files come first") {
+TEST_CASE("a lost learner: the asynchronous protocols and hardsync with a backup go on without it, hardsync stops; the final files come first") {
     struct Case {
         std::string protocol;
-        int n;
+        int n, backup;
     };
-    for (const Case& c : {Case{"softsync", 1}, Case{"softsync", 3}, Case{"async", 1}, Case{"hardsync", 1}}) {
+    for (const Case& c : {Case{"softsync", 1, 0}, Case{"softsync", 3, 0}, Case{"async", 1, 0}, Case{"hardsync", 1, 0},
+                          Case{"hardsync", 1, 1}}) {
         CAPTURE(c.protocol);
         CAPTURE(c.n);
+        CAPTURE(c.backup);
         const int lambda = 3;
-        const Protocol proto = Protocol::parse(c.protocol, lambda, c.n);
+        const Protocol proto = Protocol::parse(c.protocol, lambda, c.n, c.backup);
         nn::ParamStore params = vector_store(5);
         nn::Solver solver(plain_sgd(0.05), params);
         UpdateRuleConfig cfg;
@@ -338,7 +414,7 @@ TEST_CASE("a lost learner: the asynchronous protocols go on without it, hardsync
             if (line.find("\"event\":\"learner_lost\",\"rank\":4") != std::string::npos) ++lost_lines;
         CHECK(lost_lines == 1);
         CHECK(r.ps.stats_done);
-        if (proto.synchronous()) {
+        if (proto.synchronous() && !proto.drops_late_gradients()) {
             CHECK(r.ps.end == PsResult::End::LearnerLost);
             CHECK(r.ps.updates == 0);  // no update is complete without learner 2
             CHECK(r.epoch_lines.back().find("\"event\":\"stopped\"") != std::string::npos);
@@ -356,6 +432,36 @@ TEST_CASE("a lost learner: the asynchronous protocols go on without it, hardsync
                 CHECK(w == doctest::Approx(3.0).epsilon(0.05));
         }
     }
+}
+
+TEST_CASE("hardsync with a backup and a slow learner: no update waits for it; its late gradients are dropped and logged") {
+    const int lambda = 4;
+    const Protocol proto = Protocol::hardsync(lambda, 1);
+    nn::ParamStore params = vector_store(5);
+    nn::Solver solver(plain_sgd(0.05), params);
+    std::vector<std::unique_ptr<Quadratic>> models;
+    for (int l = 0; l < lambda; ++l)
+        models.push_back(std::make_unique<Quadratic>(params.size(), std::chrono::milliseconds(l == 3 ? 20 : 2)));
+    auto fut = std::async(std::launch::async, [&] {
+        return run_system(proto, lambda, false, params, solver, {}, 90, 3, [&](int l) { return models[l]->work(); });
+    });
+    REQUIRE(fut.wait_for(std::chrono::seconds(60)) == std::future_status::ready);  // a hang fails
+    SystemResult r = fut.get();
+    CHECK(r.ps.end == PsResult::End::Finished);
+    CHECK(r.ps.updates == r.ps.samples / 3);  // each update averaged exactly lambda - 1 gradients
+    CHECK(r.staleness.gradients() == r.ps.samples);
+    CHECK(r.staleness.max() == 0);  // what was applied was computed on the newest weights
+    const std::vector<int64_t>& dropped = r.staleness.dropped();
+    CAPTURE(dropped);
+    CHECK(dropped[3] > 0);  // the slow one is late for most updates
+    CHECK(r.learners[3].minibatches < r.learners[0].minibatches);
+    int64_t logged = 0;
+    for (const auto& line : r.epoch_lines) {
+        const auto j = nlohmann::json::parse(line);
+        if (j.value("event", "") == "epoch") logged += j.at("dropped").get<int64_t>();
+    }
+    CHECK(logged == r.staleness.dropped_total());
+    for (float w : std::vector<float>(r.weights.begin(), r.weights.begin() + 5)) CHECK(w == doctest::Approx(3.0).epsilon(0.05));
 }
 
 TEST_CASE("n-softsync over fewer live learners averages floor(live / n) gradients") {

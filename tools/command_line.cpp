@@ -208,9 +208,14 @@ void add_dist_job_options(CLI::App* d, DistOptions& dist) {
         ->capture_default_str();
 }
 
-// rudra dist: the methods' own settings (EASGD, gossip, a straggler, the trees), the display, the
-// trace, the node's shared data and the fault timeouts.
+// rudra dist: the methods' own settings (backups, EASGD, gossip, a straggler, the trees), the
+// display, the trace, the node's shared data and the fault timeouts.
 void add_dist_method_options(CLI::App* d, DistOptions& dist) {
+    d->add_option("--backup", dist.backup,
+                  "hardsync: B backup learners; an update averages the first learners - B gradients of its "
+                  "timestamp and drops the late ones")
+        ->check(checks::kNonNegativeInt)
+        ->capture_default_str();
     d->add_option("--tau", dist.tau, "easgd, gossip: local steps between exchanges (with the centre, or with a peer)")
         ->check(checks::kPositiveInt)
         ->capture_default_str();

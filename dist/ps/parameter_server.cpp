@@ -96,7 +96,8 @@ void ParameterServer::send_epoch_weights(int64_t epoch, bool final, bool replay)
     h.ts = rule_.timestamp();
     h.samples = rule_.samples();
     h.elapsed_s = elapsed();
-    if (!replay) rule_.staleness().take_epoch(h.staleness_mean, h.staleness_max);
+    if (!replay) rule_.staleness().take_epoch(h.staleness_mean, h.staleness_max, h.dropped);
+    h.drops = rule_.drops_late_gradients() ? 1 : 0;
     h.final = final ? 1 : 0;
     h.replay = replay ? 1 : 0;
     h.traffic.weight_replies = weight_replies_;
@@ -183,7 +184,7 @@ void ParameterServer::lose_relay(int index, double silent_s) {
                    "; the learners below it are lost with it");
     for (size_t i = 0; i < learners_.size(); ++i)
         if (learners_[i].child == index && !learners_[i].lost) lose_learner(static_cast<int>(i), silent_s);
-    tell_stats_lost(c.rank, silent_s, rule_.protocol().synchronous());
+    tell_stats_lost(c.rank, silent_s, !rule_.goes_on_without_learners());
 }
 
 void ParameterServer::lose_learner(int index, double silent_s) {
@@ -197,7 +198,7 @@ void ParameterServer::lose_learner(int index, double silent_s) {
     hooks_.heartbeat->stop_notifying(l.rank);
     result_.lost_ranks.push_back(l.rank);
     const int live = live_learners();
-    const bool fatal = (rule_.protocol().synchronous() || broadcast_) && !stopping_;
+    const bool fatal = (!rule_.goes_on_without_learners() || broadcast_) && !stopping_;
     if (hooks_.log)
         hooks_.log("PS: learner rank " + std::to_string(l.rank) + " lost after " + seconds_text(elapsed()) +
                    ": silent for " + seconds_text(silent_s) + " (dead, stopped or cut off); " +
@@ -209,7 +210,7 @@ void ParameterServer::lose_learner(int index, double silent_s) {
         stop_run(PsResult::End::LearnerLost, "learner rank " + std::to_string(l.rank) + " stopped answering, and " +
                                                  (broadcast_ ? "adv*'s broadcast tree" : "hardsync") +
                                                  " needs every learner");
-    } else if (!rule_.protocol().synchronous() && live > 0) {
+    } else if (rule_.goes_on_without_learners() && live > 0) {
         rule_.set_live_learners(live);
     }
 }

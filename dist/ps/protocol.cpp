@@ -1,5 +1,6 @@
 #include "dist/ps/protocol.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace rudra::dist {
@@ -35,7 +36,7 @@ const char* Protocol::kind_name(Kind kind) {
     return "?";
 }
 
-Protocol Protocol::parse(const std::string& name, int learners, int n) {
+Protocol Protocol::parse(const std::string& name, int learners, int n, int backup) {
     const Kind kind = kind_named(name);
     if (learners < 1) throw std::runtime_error("no learners: start at least 3 ranks (PS, statistics server, learners)");
     if (is_gossip(kind) && learners < 2)
@@ -44,11 +45,26 @@ Protocol Protocol::parse(const std::string& name, int learners, int n) {
     if (kind == Kind::SoftSync && (n < 1 || n > learners))
         throw std::runtime_error("--n " + std::to_string(n) + " must be in [1, " + std::to_string(learners) +
                                  "] (the number of learners)");
-    return Protocol(kind, learners, kind == Kind::SoftSync ? n : 1);
+    if (backup != 0 && kind != Kind::HardSync)
+        throw std::runtime_error("--backup is for hardsync (an update that does without its latest gradients); " +
+                                 name + " has no such wait");
+    if (backup < 0 || backup >= learners)
+        throw std::runtime_error("--backup " + std::to_string(backup) + " must be in [0, " +
+                                 std::to_string(learners - 1) + "] (below the number of learners)");
+    return Protocol(kind, learners, kind == Kind::SoftSync ? n : 1, backup);
+}
+
+Protocol Protocol::with_learners(int live) const {
+    if (kind_ == Kind::HardSync) {
+        const int c = std::min(learners_ - backup_, live);
+        return Protocol(kind_, live, 1, live - c);
+    }
+    return Protocol(kind_, live, n_ < live ? n_ : live);
 }
 
 std::string Protocol::name() const {
     if (kind_ == Kind::SoftSync) return std::to_string(n_) + "-softsync";
+    if (backup_ > 0) return std::to_string(backup_) + "-backup-hardsync";
     for (const NamedKind& k : kNames)
         if (k.kind == kind_) return k.name;
     return "?";
@@ -56,7 +72,7 @@ std::string Protocol::name() const {
 
 int Protocol::gradients_per_update() const {
     switch (kind_) {
-        case Kind::HardSync: return learners_;
+        case Kind::HardSync: return learners_ - backup_;
         case Kind::SoftSync: return learners_ / n_ > 0 ? learners_ / n_ : 1;
         case Kind::Async: return 1;
         case Kind::AllReduce: return learners_;

@@ -29,9 +29,9 @@ public:
     };
 
     // "hardsync", "softsync" (n in [1, learners]), "async", "easgd", "allreduce", "gossip-pull" or
-    // "gossip-push" (at least 2 learners) for `learners` learners; throws
-    // naming the choices or the range.
-    static Protocol parse(const std::string& name, int learners, int n = 1);
+    // "gossip-push" (at least 2 learners) for `learners` learners; `backup` (hardsync only, below
+    // `learners`) learners' gradients an update does without. Throws naming the choices or the range.
+    static Protocol parse(const std::string& name, int learners, int n = 1, int backup = 0);
     // The kind a name gives, before the learners are known (what the options allow depends on
     // it); throws naming the choices. The names are written here once.
     static Kind kind_named(const std::string& name);
@@ -39,7 +39,9 @@ public:
     static bool is_gossip(Kind k) { return k == Kind::GossipPull || k == Kind::GossipPush; }
     // All-reduce and gossip run without a parameter server: rank 0 is a learner.
     static bool is_decentralized(Kind k) { return k == Kind::AllReduce || is_gossip(k); }
-    static Protocol hardsync(int learners) { return Protocol(Kind::HardSync, learners, 1); }
+    // Hardsync with `backup` backup learners: an update averages the first learners - backup
+    // gradients of its timestamp, and the late ones are dropped.
+    static Protocol hardsync(int learners, int backup = 0) { return Protocol(Kind::HardSync, learners, 1, backup); }
     static Protocol softsync(int learners, int n) { return Protocol(Kind::SoftSync, learners, n); }
     static Protocol async(int learners = 1) { return Protocol(Kind::Async, learners, 1); }
     static Protocol allreduce(int learners) { return Protocol(Kind::AllReduce, learners, 1); }
@@ -49,13 +51,15 @@ public:
     }
 
     // The same protocol over `live` learners, when others were lost: n-softsync keeps its n (at
-    // most `live`), so an update averages floor(live / n) gradients.
-    Protocol with_learners(int live) const { return Protocol(kind_, live, n_ < live ? n_ : live); }
+    // most `live`), so an update averages floor(live / n) gradients; hardsync with backups keeps
+    // its count of gradients while as many learners live (the lost ones used up backups).
+    Protocol with_learners(int live) const;
     int n() const { return n_; }
+    int backup() const { return backup_; }
 
     Kind kind() const { return kind_; }
     int learners() const { return learners_; }
-    // "hardsync", "4-softsync", "async": as the metrics and the paper name them.
+    // "hardsync", "4-softsync", "async", "2-backup-hardsync": as the metrics and the paper name them.
     std::string name() const;
     // c: gradients averaged into one update.
     int gradients_per_update() const;
@@ -64,6 +68,8 @@ public:
     // Hardsync: every learner computes exactly one gradient on each timestamp, so learners wait
     // for the next weights and the PS takes only gradients of the current timestamp.
     bool synchronous() const { return kind_ == Kind::HardSync; }
+    // Hardsync with backups: a gradient that arrives after its timestamp's update is dropped.
+    bool drops_late_gradients() const { return kind_ == Kind::HardSync && backup_ > 0; }
     // The rate rule when none is asked for: softsync divides by the mean staleness.
     LrModulation default_modulation() const {
         return kind_ == Kind::SoftSync ? LrModulation::Average : LrModulation::None;
@@ -73,9 +79,10 @@ public:
     bool gossip() const { return is_gossip(kind_); }
 
 private:
-    Protocol(Kind kind, int learners, int n) : kind_(kind), learners_(learners), n_(n) {}
+    Protocol(Kind kind, int learners, int n, int backup = 0)
+        : kind_(kind), learners_(learners), n_(n), backup_(backup) {}
     Kind kind_;
-    int learners_, n_;
+    int learners_, n_, backup_;
 };
 
 }  // namespace rudra::dist

@@ -1,6 +1,6 @@
 // Staleness bookkeeping at the PS: the vector clock of every update (the timestamps of the
-// gradients it averaged), histograms of per-gradient staleness per learner and overall, and
-// running figures for the current epoch.
+// gradients it averaged), histograms of per-gradient staleness per learner and overall, the
+// gradients dropped (per learner), and running figures for the current epoch.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -12,9 +12,11 @@ namespace rudra::dist {
 
 class StalenessStats {
 public:
-    explicit StalenessStats(int learners) : per_learner_(learners) {}
+    explicit StalenessStats(int learners) : per_learner_(learners), dropped_(learners, 0) {}
 
     void record_gradient(int learner, int64_t sigma);
+    // A gradient the protocol refused (late for its update): counted, never applied.
+    void record_dropped(int learner);
     // Closes an update made of the gradients with these timestamps.
     void record_update(const std::vector<int64_t>& clock);
 
@@ -23,8 +25,11 @@ public:
     int64_t gradients() const { return gradients_; }
     double mean() const { return gradients_ ? static_cast<double>(sum_) / gradients_ : 0.0; }
     int64_t max() const { return max_; }
-    // Mean and max since the previous call, then restarts the epoch window.
-    void take_epoch(double& mean, int64_t& max);
+    const std::vector<int64_t>& dropped() const { return dropped_; }  // by learner
+    int64_t dropped_total() const;
+    // Mean and max staleness and gradients dropped since the previous call, then restarts the
+    // epoch window.
+    void take_epoch(double& mean, int64_t& max, int64_t& dropped);
     const std::vector<int64_t>& clock_offsets() const { return clock_offsets_; }
     const std::vector<int64_t>& clock_entries() const { return clock_entries_; }
 
@@ -43,6 +48,8 @@ private:
     int64_t gradients_ = 0, sum_ = 0, max_ = 0;
     int64_t epoch_count_ = 0, epoch_sum_ = 0, epoch_max_ = 0;
     std::vector<int64_t> clock_offsets_{0}, clock_entries_;
+    std::vector<int64_t> dropped_;
+    int64_t epoch_dropped_ = 0;
 };
 
 }  // namespace rudra::dist

@@ -147,6 +147,7 @@ void run_stats_server(Transport& t, const StatsConfig& cfg, const std::function<
             line["accuracy_layers"] = layers;
         }
         if (h.has_spread) line["spread"] = significant(h.spread, 4);
+        if (h.drops) line["dropped"] = h.dropped;
         line["rank0_traffic"] = traffic_json(h.traffic);
         log(line);
         tell_ps(kEpochLogged, h.epoch);

@@ -15,12 +15,18 @@ double synchronous_lr_scale(int lambda, int64_t mu, int64_t reference_batch) {
 
 UpdateRule::UpdateRule(const Protocol& protocol, nn::Solver& solver, nn::ParamStore& params, int learners,
                        UpdateRuleConfig config)
-    : protocol_(protocol), solver_(solver), params_(params), config_(config), sum_(params.size()), stats_(learners) {
+    : protocol_(protocol),
+      solver_(solver),
+      params_(params),
+      config_(config),
+      drops_late_(protocol.drops_late_gradients()),
+      sum_(params.size()),
+      stats_(learners) {
     clock_.reserve(protocol.gradients_per_update());
     pending_learners_.reserve(protocol.gradients_per_update());
     applied_.assign(static_cast<size_t>(learners), 0);
     samples_ = config_.start_samples;
-    if (protocol_.synchronous()) {
+    if (protocol_.synchronous() && !drops_late_) {
         early_.resize(static_cast<size_t>(learners));
         early_full_.assign(static_cast<size_t>(learners), 0);
         bundled_.assign(static_cast<size_t>(learners), 0);
@@ -53,6 +59,7 @@ float UpdateRule::record(int learner, int64_t ts) {
 }
 
 bool UpdateRule::add_gradient(int learner, int64_t ts, const float* grad) {
+    if (drops_late_) return add_backed_up(learner, ts, grad);
     if (protocol_.synchronous() && learner >= 0 && learner < static_cast<int>(early_full_.size()) &&
         (learner < next_learner_ || early_full_[static_cast<size_t>(learner)] || bundled_[static_cast<size_t>(learner)]))
         throw std::runtime_error("hardsync: a second gradient of timestamp " + std::to_string(ts) + " from learner " +
@@ -77,8 +84,26 @@ bool UpdateRule::add_gradient(int learner, int64_t ts, const float* grad) {
     return maybe_update();
 }
 
+// Hardsync with backups: the first gradients of the timestamp, summed as they arrive.
+bool UpdateRule::add_backed_up(int learner, int64_t ts, const float* grad) {
+    if (learner < 0 || learner >= static_cast<int>(applied_.size()))
+        throw std::runtime_error("gradient from learner " + std::to_string(learner) + ", which is not one of the " +
+                                 std::to_string(applied_.size()) + " learners");
+    if (ts >= 0 && ts < ts_) {
+        stats_.record_dropped(learner);
+        return false;
+    }
+    if (std::find(pending_learners_.begin(), pending_learners_.end(), learner) != pending_learners_.end())
+        throw std::runtime_error("hardsync: a second gradient of timestamp " + std::to_string(ts) + " from learner " +
+                                 std::to_string(learner));
+    accumulate(grad, record(learner, ts));
+    return maybe_update();
+}
+
 bool UpdateRule::add_bundle(const std::vector<BundledGradient>& gradients, const float* sum) {
     if (gradients.empty()) throw std::runtime_error("a relayed sum that holds no gradient");
+    if (drops_late_)
+        throw std::logic_error("hardsync with backups drops single late gradients: not with relayed sums");
     if (config_.modulation == LrModulation::PerGradient && !protocol_.elastic())
         throw std::logic_error("per-gradient modulation needs each gradient: not with relayed sums");
     for (const BundledGradient& g : gradients) {
@@ -136,7 +161,7 @@ bool UpdateRule::maybe_update() {
 }
 
 void UpdateRule::set_live_learners(int live) {
-    if (protocol_.synchronous()) throw std::logic_error("hardsync cannot go on with fewer learners");
+    if (!goes_on_without_learners()) throw std::logic_error("hardsync cannot go on with fewer learners");
     protocol_ = protocol_.with_learners(live < 1 ? 1 : live);
 }
 

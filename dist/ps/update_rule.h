@@ -5,7 +5,9 @@
 // Hardsync sums the lambda gradients of a timestamp in learner order, whatever order they
 // arrive in (a gradient that arrives before its predecessors waits in a buffer of its own), so
 // that two runs with the same seed end with the same weights, bit for bit. Softsync and async
-// cannot be: which gradients make an update, and how stale they are, depends on timing.
+// cannot be: which gradients make an update, and how stale they are, depends on timing. Nor can
+// hardsync with backups: its update sums the first lambda - B gradients of the timestamp in the
+// order they arrive (the same arrivals give the same weights), and drops the late ones.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -53,16 +55,22 @@ public:
                UpdateRuleConfig config);
 
     // Takes a gradient computed on the weights of timestamp `ts`. Returns true when it
-    // completed an update (the timestamp then advanced by one).
+    // completed an update (the timestamp then advanced by one). Hardsync with backups drops (and
+    // counts) a gradient of an earlier timestamp.
     bool add_gradient(int learner, int64_t ts, const float* grad);
     // Takes the sum of `gradients` (relayed by a leaf PS): each is counted, clocked and weighed
     // for staleness as if it had come alone; the sum is never split, so an update may take more
     // than c gradients. Not with per-gradient modulation, which must weigh each before the sum.
     bool add_bundle(const std::vector<BundledGradient>& gradients, const float* sum);
 
-    // Some learners were lost (asynchronous protocols only): later updates average as many
+    // Some learners were lost (not for hardsync without backups): later updates average as many
     // gradients as the protocol takes from `live` learners.
     void set_live_learners(int live);
+    // Hardsync with backups, whatever learners were lost since: late gradients are dropped, and a
+    // lost learner is one more late one.
+    bool drops_late_gradients() const { return drops_late_; }
+    // Whether updates go on when a learner is lost: not under hardsync without backups.
+    bool goes_on_without_learners() const { return !protocol_.synchronous() || drops_late_; }
     int gradients_per_update() const { return protocol_.gradients_per_update(); }
     const Protocol& protocol() const { return protocol_; }
     // Gradients of `learner` that completed updates: its position in its sample stream.
@@ -89,9 +97,11 @@ private:
     nn::Solver& solver_;
     nn::ParamStore& params_;
     UpdateRuleConfig config_;
+    const bool drops_late_;
     void accumulate(const float* grad, float weight);
     float record(int learner, int64_t ts);
     bool maybe_update();
+    bool add_backed_up(int learner, int64_t ts, const float* grad);
 
     kernels::AlignedBuffer sum_;
     std::vector<int64_t> clock_;  // timestamps of the pending gradients

@@ -68,6 +68,7 @@ nlohmann::ordered_json run_settings(const DistOptions& o, int learners) {
             {"test_limit", o.data.test_limit},
             {"protocol", o.protocol},
             {"n", o.n},
+            {"backup", o.backup},
             {"batch", o.batch},
             {"epochs", o.epochs},
             {"mode", learner_mode_name(o.mode)},
@@ -136,6 +137,7 @@ void apply_checkpoint_settings(DistOptions& o, const DistCheckpoint& ck) {
     take(o, ck, "test_limit", "--test-limit", o.data.test_limit, false);
     take(o, ck, "protocol", "--protocol", o.protocol, false);
     take(o, ck, "n", "--n", o.n, false);
+    take(o, ck, "backup", "--backup", o.backup, false);
     take(o, ck, "batch", "--batch", o.batch, false);
     take(o, ck, "epochs", "--epochs", o.epochs, true);
     std::string mode = learner_mode_name(o.mode);

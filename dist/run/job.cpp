@@ -153,6 +153,9 @@ void check_settings(const DistOptions& o, const Method& method, dist::Topology t
             throw std::runtime_error("--topology " + o.topology + " is a parameter-server tree for " +
                                      method_names([](const Method& m) { return m.trees; }) + ", not for --protocol " +
                                      o.protocol);
+        if (o.backup > 0)
+            throw std::runtime_error("--backup drops single late gradients at the PS, and a leaf PS sends sums: "
+                                     "use --topology base with --backup");
         if (o.lr_modulation == "per-gradient")
             throw std::runtime_error("--lr-modulation per-gradient weighs each gradient before the sum, and a "
                                      "leaf PS sends sums: use average or none with --topology " + o.topology);
@@ -297,7 +300,6 @@ int finish_rank(const DistOptions& o, dist::MpiTransport& transport, dist::MpiSe
                  rank, e.what(), session::kExitWriteFailed, kept.c_str(),
                  trained && fs::exists(ck) ? (". Once the cause is fixed, " + resume_hint(o.output)).c_str() : "");
     std::fflush(stderr);
-    usleep(300000);  // let mpiexec relay the message before MPI_Abort ends its proxies
     dist::MpiSession::abort_all(session::kExitWriteFailed);
 }
 
@@ -309,7 +311,6 @@ int finish_rank(const DistOptions& o, dist::MpiTransport& transport, dist::MpiSe
     std::fflush(stdout);
     std::fprintf(stderr, "rudra dist [rank %d]: error: %s\n", rank, e.what());
     std::fflush(stderr);
-    usleep(300000);  // let mpiexec relay the message before MPI_Abort ends its proxies
     dist::MpiSession::abort_all(1);
 }
 
@@ -359,7 +360,7 @@ int run_rank(DistOptions& o, const std::chrono::steady_clock::time_point process
     if (topology != dist::Topology::Base && rank != kPsRank)
         for (int peer : layout.peers(rank)) heartbeat.notify(peer);
     const int lambda = decentralized ? transport.size() - 1 : static_cast<int>(layout.learners().size());
-    const dist::Protocol protocol = dist::Protocol::parse(o.protocol, lambda, o.n);
+    const dist::Protocol protocol = dist::Protocol::parse(o.protocol, lambda, o.n, o.backup);
     if (!o.lr_modulation.empty()) dist::parse_lr_modulation(o.lr_modulation);
     const std::vector<int> learner_ranks = decentralized ? decentralized_learner_ranks(transport.size()) : layout.learners();
     const auto [straggler, factor] = parse_straggler(o.straggler, learner_ranks);

@@ -9,6 +9,8 @@ namespace {
 
 using Kind = dist::Protocol::Kind;
 
+void record_backup(const DistOptions& o, int, nlohmann::ordered_json& start) { start["backup"] = o.backup; }
+
 void record_tau(const DistOptions& o, int, nlohmann::ordered_json& start) { start["tau"] = o.tau; }
 
 void record_easgd(const DistOptions& o, int learners, nlohmann::ordered_json& start) {
@@ -20,7 +22,7 @@ void record_easgd(const DistOptions& o, int learners, nlohmann::ordered_json& st
 
 const std::vector<Method>& methods() {
     static const std::vector<Method> table{
-        {Kind::HardSync, Family::ParameterServer, {}, true, run_ps_learner_role, nullptr},
+        {Kind::HardSync, Family::ParameterServer, {"--backup"}, true, run_ps_learner_role, record_backup},
         {Kind::SoftSync, Family::ParameterServer, {}, true, run_ps_learner_role, nullptr},
         {Kind::Async, Family::ParameterServer, {}, true, run_ps_learner_role, nullptr},
         {Kind::Easgd, Family::ParameterServer, {"--tau", "--beta"}, false, run_easgd_role, record_easgd},

@@ -23,6 +23,7 @@ struct DistOptions {
     session::DataOptions data;
     std::string protocol = "softsync";
     int n = 1;                  // softsync's n
+    int backup = 0;             // hardsync's backup learners
     int batch = 0;              // mu per learner (0: the Data layer's batch_size)
     int epochs = 1;
     LearnerMode mode = LearnerMode::Base;

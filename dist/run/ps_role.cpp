@@ -21,10 +21,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The update rule's settings: the learning-rate modulation, hardsync's alpha0 * sqrt(lambda mu /
-// B), momentum compensation, where a warm start begins.
-dist::UpdateRuleConfig rule_config(const DistOptions& o, const Setup& s, const dist::Protocol& protocol, int batch,
-                                   int lambda) {
+// The update rule's settings: the learning-rate modulation, hardsync's alpha0 * sqrt(c mu / B)
+// (c the gradients an update averages: lambda, less the backups), momentum compensation, where a
+// warm start begins.
+dist::UpdateRuleConfig rule_config(const DistOptions& o, const Setup& s, const dist::Protocol& protocol, int batch) {
     dist::UpdateRuleConfig rc;
     rc.modulation =
         o.lr_modulation.empty() ? protocol.default_modulation() : dist::parse_lr_modulation(o.lr_modulation);
@@ -33,7 +33,8 @@ dist::UpdateRuleConfig rule_config(const DistOptions& o, const Setup& s, const d
     rc.start_samples = s.start_samples;
     rc.reference_batch = o.reference_batch > 0 ? o.reference_batch : s.train_layer().batch_size;
     if (protocol.synchronous())
-        rc.base_scale = static_cast<float>(dist::synchronous_lr_scale(lambda, rc.batch, rc.reference_batch));
+        rc.base_scale =
+            static_cast<float>(dist::synchronous_lr_scale(protocol.gradients_per_update(), rc.batch, rc.reference_batch));
     return rc;
 }
 
@@ -117,7 +118,7 @@ int run_ps_role(const RoleContext& c) {
         run.restore(s.warm, o.warm_start, session::TrainingSession::History::IfMatching);
     }
     nn::ParamStore& params = run.params();
-    const dist::UpdateRuleConfig rc = rule_config(o, s, protocol, run.batch(), lambda);
+    const dist::UpdateRuleConfig rc = rule_config(o, s, protocol, run.batch());
     dist::UpdateRule rule(protocol, run.solver(), params, lambda, rc);
     dist::PsConfig pc = ps_config(o, s, static_cast<int64_t>(sets.train.size()));
     pc.replay_epoch = replays_epoch(s, pc.samples_per_epoch);

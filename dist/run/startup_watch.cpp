@@ -90,7 +90,6 @@ void StartupWatch::give_up(int code, const std::string& why) {
     std::fflush(stderr);
     remove_held_file();
     if (mpi_up_) {
-        usleep(300000);  // let the launcher relay the message before the abort ends its proxies
         dist::MpiSession::end_job(code);
     }
     remove_unfinished_mpi_segments();

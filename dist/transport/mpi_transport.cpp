@@ -116,6 +116,11 @@ void MpiSession::finalize_within(double seconds, int code) {
 }
 
 void MpiSession::abort_all(int code) {
+    // The launcher relays a rank's output from a pipe, and the abort can end its proxies before
+    // they have read the rank's last lines (why the job ends): give them a moment to read them.
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::this_thread::sleep_for(std::chrono::seconds(1));
     MPI_Abort(MPI_COMM_WORLD, code);
     std::abort();
 }

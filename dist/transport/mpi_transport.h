@@ -37,7 +37,8 @@ public:
     void finalize_within(double seconds, int code);
     MpiSession(const MpiSession&) = delete;
     MpiSession& operator=(const MpiSession&) = delete;
-    // Ends every rank at once (used on errors, so that no rank waits forever).
+    // Ends every rank (used on errors, so that no rank waits forever), a second after flushing
+    // this rank's output.
     [[noreturn]] static void abort_all(int code);
     // Ends every rank of the job and returns `code` from mpiexec: the one way to end a job in
     // which a rank is stopped (SIGSTOP) rather than dead, since mpiexec waits for every process.
