@@ -171,7 +171,21 @@ run backup 5 --protocol hardsync --backup 1 --straggler 4:4
 grep -q '"event":"epoch","protocol":"1-backup-hardsync","epoch":2,' "$work/backup/metrics.jsonl" &&
   grep -q '"dropped":[1-9]' "$work/backup/metrics.jsonl" && grep -q '"max":0,' "$work/backup/staleness.json" && pass ||
   { fail "backup: dropped gradients logged, staleness 0"; grep '"epoch"' "$work/backup/metrics.jsonl"; }
-grep -q 'late gradients dropped' "$work/backup.log" && pass || fail "backup: the epoch line says what was dropped"
+grep -q 'gradients dropped' "$work/backup.log" && pass || fail "backup: the epoch line says what was dropped"
+# K-sync, 2 of 3 (the straggler's late gradients dropped), and K-batch-async, any 2 gradients, bounded.
+run ksync 5 --protocol ksync --k 2 --straggler 4:4
+grep -q '"event":"epoch","protocol":"2-ksync","epoch":2,' "$work/ksync/metrics.jsonl" &&
+  grep -q '"dropped":[1-9]' "$work/ksync/metrics.jsonl" && grep -q '"max":0,' "$work/ksync/staleness.json" && pass ||
+  { fail "ksync: 2-ksync, dropped gradients logged, staleness 0"; grep '"epoch"' "$work/ksync/metrics.jsonl"; }
+run kasync 5 --protocol kasync --k 2 --max-staleness 3
+grep -q '"event":"epoch","protocol":"2-kasync","epoch":2,' "$work/kasync/metrics.jsonl" &&
+  grep -q '"max":[0-3],' "$work/kasync/staleness.json" && grep -q '"k":2' "$work/kasync/metrics.jsonl" && pass ||
+  { fail "kasync: 2-kasync, staleness at most 3"; head -c 300 "$work/kasync/staleness.json"; }
+# A staleness bound under 1-softsync in overlap mode: no gradient applied is more than 1 update old.
+run bound 5 --protocol softsync --n 1 --max-staleness 1 --mode overlap --straggler 4:3
+grep -q '"max":[01],' "$work/bound/staleness.json" && grep -q '"dropped":[0-9]' "$work/bound/metrics.jsonl" &&
+  grep -q '"max_staleness":1' "$work/bound/metrics.jsonl" && pass ||
+  { fail "bound: staleness at most 1, refusals logged"; head -c 300 "$work/bound/staleness.json"; }
 
 # Warm start: 1-softsync goes on from the hardsync run's 2 epochs to a total of 3.
 epochs=1 run warm 5 --protocol softsync --n 1 --epochs 3 --warm-start "$work/hardsync/final.rudra"
@@ -236,6 +250,10 @@ expect_error() {  # expect_error NAME PATTERN RANKS ARGS...
 expect_error bad_n "--n 7 must be in [1, 3]" 5 --data "$data" --protocol softsync --n 7
 expect_error bad_backup "--backup 3 must be in [0, 2]" 5 --data "$data" --protocol hardsync --backup 3
 expect_error backup_elsewhere "--backup is a setting of --protocol hardsync" 5 --data "$data" --protocol async --backup 1
+expect_error ksync_no_k "--protocol ksync needs --k K in [1, 3]" 5 --data "$data" --protocol ksync
+expect_error k_elsewhere "--k is a setting of --protocol ksync and kasync" 5 --data "$data" --protocol softsync --k 2
+expect_error bound_elsewhere "--max-staleness is a setting of --protocol softsync, async and kasync" 5 --data "$data" \
+  --protocol hardsync --max-staleness 2
 expect_error backup_adv "use --topology base with --backup" 8 --data "$data" --protocol hardsync --backup 1 \
   --topology adv --ranks-per-node 4
 expect_error bad_straggler "--straggler must be RANK:FACTOR with RANK a learner's rank (2, 3, 4) and FACTOR a number >= 1, got '1:3'" \
@@ -246,7 +264,7 @@ expect_error bad_beta "--beta must be in (0, 1], got 1.5" 5 --data "$data" --pro
 expect_error tau_elsewhere "--tau is a setting of --protocol easgd, gossip-pull and gossip-push" 5 --data "$data" --protocol async --tau 2
 expect_error beta_elsewhere "--beta is a setting of --protocol easgd" 4 --data "$data" --protocol gossip-pull --beta 0.5
 expect_error too_few "needs at least 3 ranks" 2 --data "$data" --protocol async
-expect_error adv_allreduce "--topology adv is a parameter-server tree for hardsync, softsync and async, not for --protocol allreduce" \
+expect_error adv_allreduce "--topology adv is a parameter-server tree for hardsync, softsync, async and kasync, not for --protocol allreduce" \
   6 --data "$data" --protocol allreduce --topology adv
 expect_error adv_lone "node 0 has only rank 2 besides ranks 0 and 1" 9 --data "$data" --protocol async --topology adv --ranks-per-node 3
 expect_error adv_divide "--ranks-per-node 4 does not divide the 10 ranks into nodes" 10 --data "$data" --protocol async \

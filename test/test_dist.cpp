@@ -49,7 +49,8 @@ TEST_CASE("protocol names: each parses to its kind and back; the kinds without a
         CHECK(p.has_parameter_server() == !no_ps);
     }
     CHECK_THROWS_WITH(Protocol::kind_named("downpour"),
-                      "unknown protocol 'downpour' (hardsync, softsync, async, easgd, allreduce, gossip-pull, gossip-push)");
+                      "unknown protocol 'downpour' (hardsync, softsync, async, ksync, kasync, easgd, allreduce, gossip-pull, "
+                      "gossip-push)");
 }
 
 TEST_CASE("aggregation counts: hardsync lambda, n-softsync floor(lambda/n), async 1") {
@@ -62,6 +63,20 @@ TEST_CASE("aggregation counts: hardsync lambda, n-softsync floor(lambda/n), asyn
     CHECK_THROWS_WITH(Protocol::parse("softsync", 4, 5), doctest::Contains("--n 5 must be in [1, 4]"));
     CHECK_THROWS_WITH(Protocol::parse("gossip", 4, 1), doctest::Contains("unknown protocol"));
     CHECK_THROWS_WITH(Protocol::parse("async", 0, 1), doctest::Contains("no learners"));
+    // K-sync and K-batch-async: any K in [1, lambda], not only lambda / n.
+    CHECK(Protocol::ksync(5, 3).gradients_per_update() == 3);
+    CHECK(Protocol::kasync(5, 3).gradients_per_update() == 3);
+    CHECK(Protocol::parse("kasync", 5, 1, 0, 4).name() == "4-kasync");
+    CHECK(Protocol::parse("ksync", 5, 1, 0, 2).name() == "2-ksync");
+    CHECK(Protocol::ksync(5, 3).synchronous());
+    CHECK(Protocol::ksync(5, 3).drops_late_gradients());
+    CHECK_FALSE(Protocol::kasync(5, 3).synchronous());
+    CHECK(Protocol::kasync(5, 3).default_modulation() == LrModulation::Average);
+    CHECK(Protocol::kasync(5, 3).with_learners(2).gradients_per_update() == 2);
+    CHECK(Protocol::ksync(5, 3).with_learners(4).gradients_per_update() == 3);
+    CHECK_THROWS_WITH(Protocol::parse("ksync", 4, 1, 0, 0), doctest::Contains("--protocol ksync needs --k K in [1, 4]"));
+    CHECK_THROWS_WITH(Protocol::parse("kasync", 4, 1, 0, 5), doctest::Contains("needs --k K in [1, 4]"));
+    CHECK_THROWS_WITH(Protocol::parse("softsync", 4, 1, 0, 2), doctest::Contains("--k is for ksync and kasync"));
 
     nn::ParamStore p = vector_store(3);
     nn::Solver solver(plain_sgd(0.1), p);
@@ -175,6 +190,39 @@ TEST_CASE("hardsync with backups sums in arrival order: the same arrivals give t
     CHECK(run({0, 1, 2, 3}) == doctest::Approx(-1.0f / 3.0f));  // (1e8 - 1e8) + 1
 }
 
+TEST_CASE("a staleness bound: a gradient more than S updates old is refused and counted; none applied is older") {
+    nn::ParamStore p = vector_store(1);
+    nn::Solver solver(plain_sgd(1.0), p);
+    UpdateRuleConfig cfg;
+    cfg.max_staleness = 1;
+    UpdateRule rule(Protocol::async(3), solver, p, 3, cfg);
+    CHECK(rule.drops_gradients());
+    const std::vector<float> ones(p.size(), 1.0f);
+    CHECK(rule.add_gradient(0, 0, ones.data()));        // sigma 0
+    CHECK(rule.add_gradient(1, 0, ones.data()));        // sigma 1: applied
+    CHECK_FALSE(rule.add_gradient(2, 0, ones.data()));  // sigma 2: refused
+    CHECK(rule.timestamp() == 2);
+    CHECK(p.values()[0] == doctest::Approx(-2.0));
+    CHECK(rule.staleness().dropped() == std::vector<int64_t>{0, 0, 1});
+    CHECK(rule.staleness().max() == 1);
+    CHECK(rule.applied(2) == 0);
+    CHECK(rule.samples() == 2);
+    CHECK_THROWS_WITH(rule.add_gradient(5, 0, ones.data()), doctest::Contains("not one of the 3 learners"));
+    // 2-softsync of 4 learners: an update of 2, and a refused gradient does not count toward it.
+    UpdateRule soft(Protocol::softsync(4, 2), solver, p, 4, cfg);
+    CHECK_FALSE(soft.add_gradient(0, 0, ones.data()));
+    CHECK(soft.add_gradient(1, 0, ones.data()));
+    CHECK_FALSE(soft.add_gradient(2, 0, ones.data()));  // sigma 1: pending
+    CHECK(soft.add_gradient(3, 0, ones.data()));        // the update
+    CHECK_FALSE(soft.add_gradient(0, 0, ones.data()));  // sigma 2: refused, nothing pending
+    CHECK(soft.staleness().dropped_total() == 1);
+    CHECK_FALSE(soft.add_gradient(1, 1, ones.data()));
+    CHECK(soft.add_gradient(2, 2, ones.data()));
+    CHECK(soft.timestamp() == 3);
+    UpdateRule unbounded(Protocol::async(3), solver, p, 3, {});
+    CHECK_FALSE(unbounded.drops_gradients());
+}
+
 TEST_CASE("timestamps and staleness: sigma = PS timestamp - gradient timestamp, per learner and overall") {
     nn::ParamStore p = vector_store(2);
     nn::Solver solver(plain_sgd(0.0), p);
@@ -274,6 +322,7 @@ SystemResult run_system(const Protocol& proto, int lambda, bool overlap, nn::Par
             LearnerConfig lc;
             lc.overlap = overlap;
             lc.synchronous = proto.synchronous();
+            lc.wait_for_pull = cfg.max_staleness >= 0;
             lc.report_every = 3;
             summaries[l] = run_learner(t, lc, make_work(l));
         });
@@ -320,14 +369,16 @@ TEST_CASE("whole system on the in-process transport: every protocol and mode con
         std::string protocol;
         int n;
         bool overlap;
+        int k = 0;
     };
     for (const Case& c : {Case{"hardsync", 1, false}, Case{"hardsync", 1, true}, Case{"softsync", 1, false},
-                          Case{"softsync", 2, true}, Case{"softsync", 4, false}, Case{"async", 1, true}}) {
+                          Case{"softsync", 2, true}, Case{"softsync", 4, false}, Case{"async", 1, true},
+                          Case{"kasync", 1, false, 3}, Case{"ksync", 1, true, 4}}) {
         CAPTURE(c.protocol);
         CAPTURE(c.n);
         CAPTURE(c.overlap);
         const int lambda = 4;
-        const Protocol proto = Protocol::parse(c.protocol, lambda, c.n);
+        const Protocol proto = Protocol::parse(c.protocol, lambda, c.n, 0, c.k);
         nn::ParamStore params = vector_store(5);
         nn::Solver solver(plain_sgd(0.05), params);
         UpdateRuleConfig cfg;
@@ -434,9 +485,11 @@ TEST_CASE("a lost learner: the asynchronous protocols and hardsync with a backup
     }
 }
 
-TEST_CASE("hardsync with a backup and a slow learner: no update waits for it; its late gradients are dropped and logged") {
+TEST_CASE("hardsync with a backup, and 3-sync of 4, with a slow learner: no update waits for it; its late gradients "
+          "are dropped and logged") {
+  for (const Protocol& proto : {Protocol::hardsync(4, 1), Protocol::ksync(4, 3)}) {
+    CAPTURE(proto.name());
     const int lambda = 4;
-    const Protocol proto = Protocol::hardsync(lambda, 1);
     nn::ParamStore params = vector_store(5);
     nn::Solver solver(plain_sgd(0.05), params);
     std::vector<std::unique_ptr<Quadratic>> models;
@@ -455,6 +508,38 @@ TEST_CASE("hardsync with a backup and a slow learner: no update waits for it; it
     CAPTURE(dropped);
     CHECK(dropped[3] > 0);  // the slow one is late for most updates
     CHECK(r.learners[3].minibatches < r.learners[0].minibatches);
+    int64_t logged = 0;
+    for (const auto& line : r.epoch_lines) {
+        const auto j = nlohmann::json::parse(line);
+        if (j.value("event", "") == "epoch") logged += j.at("dropped").get<int64_t>();
+    }
+    CHECK(logged == r.staleness.dropped_total());
+    for (float w : std::vector<float>(r.weights.begin(), r.weights.begin() + 5)) CHECK(w == doctest::Approx(3.0).epsilon(0.05));
+  }
+}
+
+TEST_CASE("async with a staleness bound and a slow learner: no applied gradient is older than the bound") {
+    const int lambda = 4;
+    const int64_t bound = 2;
+    nn::ParamStore params = vector_store(5);
+    nn::Solver solver(plain_sgd(0.05), params);
+    UpdateRuleConfig cfg;
+    cfg.max_staleness = bound;
+    std::vector<std::unique_ptr<Quadratic>> models;
+    for (int l = 0; l < lambda; ++l)
+        models.push_back(std::make_unique<Quadratic>(params.size(), std::chrono::milliseconds(l == 3 ? 20 : 2)));
+    auto fut = std::async(std::launch::async, [&] {
+        return run_system(Protocol::async(lambda), lambda, true, params, solver, cfg, 100, 3,
+                          [&](int l) { return models[l]->work(); });
+    });
+    REQUIRE(fut.wait_for(std::chrono::seconds(60)) == std::future_status::ready);  // a hang fails
+    SystemResult r = fut.get();
+    CAPTURE(r.staleness.dropped());
+    CHECK(r.ps.end == PsResult::End::Finished);
+    CHECK(r.staleness.max() <= bound);
+    CHECK(r.staleness.histogram().size() <= static_cast<size_t>(bound + 1));
+    CHECK(r.staleness.dropped()[3] > 0);  // the slow learner's gradients are too old
+    CHECK(r.staleness.gradients() == r.ps.samples);
     int64_t logged = 0;
     for (const auto& line : r.epoch_lines) {
         const auto j = nlohmann::json::parse(line);
@@ -508,8 +593,12 @@ TEST_CASE("update rule state: a restored rule goes on exactly as the original") 
     CHECK(run(false) == run(true));
 }
 
-TEST_CASE("hardsync: lambda learners of mini-batch mu equal one learner of mini-batch lambda*mu on the same samples") {
+TEST_CASE("hardsync: lambda learners of mini-batch mu equal one learner of mini-batch lambda*mu on the same samples; "
+          "K-sync, when the same K learners are first every time, one learner of K*mu") {
+  // K-sync: 2 of 3, learner 2 so slow that its first gradient arrives after the run's last update.
+  for (const int k : {3, 2})
   for (const bool swap : {false, true}) {  // learners take pulled weights by a copy, or by the pointer swap
+    CAPTURE(k);
     CAPTURE(swap);
     const std::string text = test::kSmallConvNet;
     const int lambda = 3, mu = 4, updates = 6;
@@ -543,7 +632,8 @@ TEST_CASE("hardsync: lambda learners of mini-batch mu equal one learner of mini-
         w.param_floats = net.params().size();
         w.load_weights = [&net](const float* p) { std::copy(p, p + net.params().size(), net.params().values()); };
         if (swap) w.use_weights = [&net](float* p) { net.bind_values(p); };
-        w.compute = [&net, &streams, l] {
+        w.compute = [&net, &streams, l, k] {
+            if (l >= k) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
             const data::Batch& b = streams[l]->next();
             std::copy(b.data.begin(), b.data.end(), net.input_data().data);
             std::copy(b.labels.begin(), b.labels.end(), net.input_label()->data);
@@ -555,23 +645,23 @@ TEST_CASE("hardsync: lambda learners of mini-batch mu equal one learner of mini-
         w.gradients = net.params().grads();
         return w;
     };
-    const Protocol hs = Protocol::hardsync(lambda);
+    const Protocol hs = k == lambda ? Protocol::hardsync(lambda) : Protocol::ksync(lambda, k);
     UpdateRuleConfig cfg;
     cfg.batch = mu;
-    cfg.reference_batch = lambda * mu;
-    cfg.base_scale = std::sqrt(float(lambda * mu) / cfg.reference_batch);  // = 1
-    SystemResult r = run_system(hs, lambda, false, ps_net->params(), ps_solver, cfg, lambda * mu * updates, 1, work);
+    cfg.reference_batch = k * mu;
+    cfg.base_scale = std::sqrt(float(k * mu) / cfg.reference_batch);  // = 1
+    SystemResult r = run_system(hs, lambda, false, ps_net->params(), ps_solver, cfg, k * mu * updates, 1, work);
     REQUIRE(r.ps.updates == updates);
 
-    // One learner of mini-batch lambda*mu over the same samples: update k takes every learner's k-th batch.
-    auto big = net_for(lambda * mu);
+    // One learner of mini-batch k*mu over the same samples: update u takes each first learner's u-th batch.
+    auto big = net_for(k * mu);
     std::copy(initial.begin(), initial.end(), big->params().values());
     nn::Solver big_solver(sgd, big->params());
     std::vector<std::unique_ptr<data::Prefetcher>> replay;
     for (int l = 0; l < lambda; ++l) replay.push_back(std::make_unique<data::Prefetcher>(d, tf, mu, 100 + l, 0));
     const int64_t per = 36;
-    for (int k = 0; k < updates; ++k) {
-        for (int l = 0; l < lambda; ++l) {
+    for (int u = 0; u < updates; ++u) {
+        for (int l = 0; l < k; ++l) {
             const data::Batch& b = replay[l]->next();
             std::copy(b.data.begin(), b.data.end(), big->input_data().data + l * mu * per);
             std::copy(b.labels.begin(), b.labels.end(), big->input_label()->data + l * mu);
@@ -579,7 +669,7 @@ TEST_CASE("hardsync: lambda learners of mini-batch mu equal one learner of mini-
         big->params().zero_grads();
         big->forward();
         big->backward();
-        big_solver.apply(big->params().grads(), k);
+        big_solver.apply(big->params().grads(), u);
     }
     double max_diff = 0, max_change = 0;
     for (size_t i = 0; i < initial.size(); ++i) {
@@ -590,6 +680,7 @@ TEST_CASE("hardsync: lambda learners of mini-batch mu equal one learner of mini-
     CAPTURE(max_change);
     CHECK(max_change > 1e-2);       // the runs did move the weights
     CHECK(max_diff < 1e-5);         // and agree up to reassociation
+    CHECK(r.staleness.histogram(2).size() == (k == lambda ? 1u : 0u));  // the slow learner's gradients: none applied
   }
 }
 

@@ -216,6 +216,14 @@ void add_dist_method_options(CLI::App* d, DistOptions& dist) {
                   "timestamp and drops the late ones")
         ->check(checks::kNonNegativeInt)
         ->capture_default_str();
+    d->add_option("--k", dist.k,
+                  "ksync: an update averages the first K gradients of the current weights (the late ones are "
+                  "dropped); kasync: any K gradients (K-batch-async)")
+        ->check(checks::kPositiveInt);
+    d->add_option("--max-staleness", dist.max_staleness,
+                  "softsync, async, kasync: the PS refuses (and counts) a gradient more than S updates old, and a learner "
+                  "computes only on the weights its last pull brought (default: no bound)")
+        ->check(checks::kNonNegativeInt);
     d->add_option("--tau", dist.tau, "easgd, gossip: local steps between exchanges (with the centre, or with a peer)")
         ->check(checks::kPositiveInt)
         ->capture_default_str();
@@ -285,8 +293,8 @@ void add_dist(CLI::App& app, DistOptions& dist) {
         ->check(CLI::IsMember({"on", "auto", "off"}))
         ->capture_default_str();
     d->add_option("--protocol", dist.protocol,
-                  "synchronisation protocol: hardsync, softsync, async, easgd (parameter server); allreduce, "
-                  "gossip-pull, gossip-push (none)")
+                  "synchronisation protocol: hardsync, softsync, async, ksync, kasync, easgd (parameter server); "
+                  "allreduce, gossip-pull, gossip-push (none)")
         ->check(CLI::Validator(
             [](std::string& s) -> std::string {
                 try {

@@ -378,7 +378,7 @@ LearnerSummary run_learner(Transport& t, const LearnerConfig& cfg, const Learner
                 }
                 pull.request(compute_ts, needed);
             }
-            if (!pull.continuous() && (!cfg.overlap || cfg.synchronous || compute_ts < 0)) {
+            if (!pull.continuous() && (!cfg.overlap || cfg.synchronous || cfg.wait_for_pull || compute_ts < 0)) {
                 wait(lock, "wait for weights", [&] { return !pull.in_flight() || sync.stop; });
                 pull.take(work, compute_ts);
             }

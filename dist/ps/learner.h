@@ -26,6 +26,9 @@ struct LearnerConfig {
     int stats_rank = 1;
     bool overlap = false;
     bool synchronous = false;  // hardsync: wait for the timestamp after the last gradient pushed
+    // A staleness bound: compute only on the weights the last pull brought, in overlap mode too
+    // (the pull still leaves at once).
+    bool wait_for_pull = false;
     int report_every = 10;     // mini-batches between reports to the statistics server
     // adv*: the rank the weights come from (-1: pull them from ps_rank), and the learners this one
     // forwards them to; a child that does not take a version is left out once `peer_alive` says

@@ -97,7 +97,7 @@ void ParameterServer::send_epoch_weights(int64_t epoch, bool final, bool replay)
     h.samples = rule_.samples();
     h.elapsed_s = elapsed();
     if (!replay) rule_.staleness().take_epoch(h.staleness_mean, h.staleness_max, h.dropped);
-    h.drops = rule_.drops_late_gradients() ? 1 : 0;
+    h.drops = rule_.drops_gradients() ? 1 : 0;
     h.final = final ? 1 : 0;
     h.replay = replay ? 1 : 0;
     h.traffic.weight_replies = weight_replies_;

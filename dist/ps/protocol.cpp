@@ -11,10 +11,12 @@ struct NamedKind {
     const char* name;
     Protocol::Kind kind;
 };
-// The command line's names. SoftSync's own name carries its n ("4-softsync").
+// The command line's names. SoftSync's own name carries its n ("4-softsync"), K-sync's and
+// K-batch-async's their K ("3-ksync").
 constexpr NamedKind kNames[] = {
     {"hardsync", Protocol::Kind::HardSync},     {"softsync", Protocol::Kind::SoftSync},
-    {"async", Protocol::Kind::Async},           {"easgd", Protocol::Kind::Easgd},
+    {"async", Protocol::Kind::Async},           {"ksync", Protocol::Kind::KSync},
+    {"kasync", Protocol::Kind::KAsync},         {"easgd", Protocol::Kind::Easgd},
     {"allreduce", Protocol::Kind::AllReduce},   {"gossip-pull", Protocol::Kind::GossipPull},
     {"gossip-push", Protocol::Kind::GossipPush},
 };
@@ -36,7 +38,7 @@ const char* Protocol::kind_name(Kind kind) {
     return "?";
 }
 
-Protocol Protocol::parse(const std::string& name, int learners, int n, int backup) {
+Protocol Protocol::parse(const std::string& name, int learners, int n, int backup, int k) {
     const Kind kind = kind_named(name);
     if (learners < 1) throw std::runtime_error("no learners: start at least 3 ranks (PS, statistics server, learners)");
     if (is_gossip(kind) && learners < 2)
@@ -51,7 +53,12 @@ Protocol Protocol::parse(const std::string& name, int learners, int n, int backu
     if (backup < 0 || backup >= learners)
         throw std::runtime_error("--backup " + std::to_string(backup) + " must be in [0, " +
                                  std::to_string(learners - 1) + "] (below the number of learners)");
-    return Protocol(kind, learners, kind == Kind::SoftSync ? n : 1, backup);
+    const bool takes_k = kind == Kind::KSync || kind == Kind::KAsync;
+    if (k != 0 && !takes_k) throw std::runtime_error("--k is for ksync and kasync; " + name + " has no K");
+    if (takes_k && (k < 1 || k > learners))
+        throw std::runtime_error("--protocol " + name + " needs --k K in [1, " + std::to_string(learners) +
+                                 "] (gradients per update, at most the number of learners); got " + std::to_string(k));
+    return Protocol(kind, learners, kind == Kind::SoftSync ? n : 1, backup, k);
 }
 
 Protocol Protocol::with_learners(int live) const {
@@ -59,12 +66,15 @@ Protocol Protocol::with_learners(int live) const {
         const int c = std::min(learners_ - backup_, live);
         return Protocol(kind_, live, 1, live - c);
     }
+    if (kind_ == Kind::KSync || kind_ == Kind::KAsync) return Protocol(kind_, live, 1, 0, std::min(k_, live));
     return Protocol(kind_, live, n_ < live ? n_ : live);
 }
 
 std::string Protocol::name() const {
     if (kind_ == Kind::SoftSync) return std::to_string(n_) + "-softsync";
     if (backup_ > 0) return std::to_string(backup_) + "-backup-hardsync";
+    if (kind_ == Kind::KSync) return std::to_string(k_) + "-ksync";
+    if (kind_ == Kind::KAsync) return std::to_string(k_) + "-kasync";
     for (const NamedKind& k : kNames)
         if (k.kind == kind_) return k.name;
     return "?";
@@ -75,6 +85,8 @@ int Protocol::gradients_per_update() const {
         case Kind::HardSync: return learners_ - backup_;
         case Kind::SoftSync: return learners_ / n_ > 0 ? learners_ / n_ : 1;
         case Kind::Async: return 1;
+        case Kind::KSync:
+        case Kind::KAsync: return k_;
         case Kind::AllReduce: return learners_;
         case Kind::Easgd: return 1;
         case Kind::GossipPull:

@@ -35,10 +35,14 @@ UpdateRule::UpdateRule(const Protocol& protocol, nn::Solver& solver, nn::ParamSt
 
 // Checks one gradient against the protocol and records it: its staleness, its place in the
 // update's vector clock and its samples. Returns the weight it takes in the sum.
-float UpdateRule::record(int learner, int64_t ts) {
+void UpdateRule::check_learner(int learner) const {
     if (learner < 0 || learner >= static_cast<int>(applied_.size()))
         throw std::runtime_error("gradient from learner " + std::to_string(learner) + ", which is not one of the " +
                                  std::to_string(applied_.size()) + " learners");
+}
+
+float UpdateRule::record(int learner, int64_t ts) {
+    check_learner(learner);
     if (ts > ts_ || ts < 0)
         throw std::runtime_error("gradient from learner " + std::to_string(learner) + " has timestamp " +
                                  std::to_string(ts) + ", ahead of the PS (" + std::to_string(ts_) + ")");
@@ -60,6 +64,11 @@ float UpdateRule::record(int learner, int64_t ts) {
 
 bool UpdateRule::add_gradient(int learner, int64_t ts, const float* grad) {
     if (drops_late_) return add_backed_up(learner, ts, grad);
+    if (config_.max_staleness >= 0 && ts >= 0 && ts_ - ts > config_.max_staleness) {
+        check_learner(learner);
+        stats_.record_dropped(learner);
+        return false;
+    }
     if (protocol_.synchronous() && learner >= 0 && learner < static_cast<int>(early_full_.size()) &&
         (learner < next_learner_ || early_full_[static_cast<size_t>(learner)] || bundled_[static_cast<size_t>(learner)]))
         throw std::runtime_error("hardsync: a second gradient of timestamp " + std::to_string(ts) + " from learner " +
@@ -86,9 +95,7 @@ bool UpdateRule::add_gradient(int learner, int64_t ts, const float* grad) {
 
 // Hardsync with backups: the first gradients of the timestamp, summed as they arrive.
 bool UpdateRule::add_backed_up(int learner, int64_t ts, const float* grad) {
-    if (learner < 0 || learner >= static_cast<int>(applied_.size()))
-        throw std::runtime_error("gradient from learner " + std::to_string(learner) + ", which is not one of the " +
-                                 std::to_string(applied_.size()) + " learners");
+    check_learner(learner);
     if (ts >= 0 && ts < ts_) {
         stats_.record_dropped(learner);
         return false;
@@ -102,8 +109,8 @@ bool UpdateRule::add_backed_up(int learner, int64_t ts, const float* grad) {
 
 bool UpdateRule::add_bundle(const std::vector<BundledGradient>& gradients, const float* sum) {
     if (gradients.empty()) throw std::runtime_error("a relayed sum that holds no gradient");
-    if (drops_late_)
-        throw std::logic_error("hardsync with backups drops single late gradients: not with relayed sums");
+    if (drops_gradients())
+        throw std::logic_error("a rule that refuses single gradients (backups, a staleness bound): not with relayed sums");
     if (config_.modulation == LrModulation::PerGradient && !protocol_.elastic())
         throw std::logic_error("per-gradient modulation needs each gradient: not with relayed sums");
     for (const BundledGradient& g : gradients) {

@@ -41,6 +41,9 @@ struct UpdateRuleConfig {
     bool momentum_compensation = false;
     // Samples trained before this run (a warm start): the schedule and epochs continue from there.
     int64_t start_samples = 0;
+    // A staleness bound (softsync, async): a gradient more than this many updates old is refused
+    // and counted, never applied. -1: none.
+    int64_t max_staleness = -1;
 };
 
 // One gradient inside a relayed sum (Rudra-adv): its learner and the timestamp it was computed from.
@@ -56,7 +59,7 @@ public:
 
     // Takes a gradient computed on the weights of timestamp `ts`. Returns true when it
     // completed an update (the timestamp then advanced by one). Hardsync with backups drops (and
-    // counts) a gradient of an earlier timestamp.
+    // counts) a gradient of an earlier timestamp; a staleness bound, one older than the bound.
     bool add_gradient(int learner, int64_t ts, const float* grad);
     // Takes the sum of `gradients` (relayed by a leaf PS): each is counted, clocked and weighed
     // for staleness as if it had come alone; the sum is never split, so an update may take more
@@ -69,6 +72,8 @@ public:
     // Hardsync with backups, whatever learners were lost since: late gradients are dropped, and a
     // lost learner is one more late one.
     bool drops_late_gradients() const { return drops_late_; }
+    // Whether some gradients are refused (late under backups, or past a staleness bound).
+    bool drops_gradients() const { return drops_late_ || config_.max_staleness >= 0; }
     // Whether updates go on when a learner is lost: not under hardsync without backups.
     bool goes_on_without_learners() const { return !protocol_.synchronous() || drops_late_; }
     int gradients_per_update() const { return protocol_.gradients_per_update(); }
@@ -102,6 +107,7 @@ private:
     float record(int learner, int64_t ts);
     bool maybe_update();
     bool add_backed_up(int learner, int64_t ts, const float* grad);
+    void check_learner(int learner) const;
 
     kernels::AlignedBuffer sum_;
     std::vector<int64_t> clock_;  // timestamps of the pending gradients

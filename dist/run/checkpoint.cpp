@@ -69,6 +69,8 @@ nlohmann::ordered_json run_settings(const DistOptions& o, int learners) {
             {"protocol", o.protocol},
             {"n", o.n},
             {"backup", o.backup},
+            {"max_staleness", o.max_staleness},
+            {"k", o.k},
             {"batch", o.batch},
             {"epochs", o.epochs},
             {"mode", learner_mode_name(o.mode)},
@@ -138,6 +140,8 @@ void apply_checkpoint_settings(DistOptions& o, const DistCheckpoint& ck) {
     take(o, ck, "protocol", "--protocol", o.protocol, false);
     take(o, ck, "n", "--n", o.n, false);
     take(o, ck, "backup", "--backup", o.backup, false);
+    take(o, ck, "max_staleness", "--max-staleness", o.max_staleness, false);
+    take(o, ck, "k", "--k", o.k, false);
     take(o, ck, "batch", "--batch", o.batch, false);
     take(o, ck, "epochs", "--epochs", o.epochs, true);
     std::string mode = learner_mode_name(o.mode);

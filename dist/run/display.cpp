@@ -32,7 +32,7 @@ std::string readable_metrics_line(const nlohmann::ordered_json& j, int epochs) {
                         fixed(number(j, "staleness_mean"), 2) + " (max " +
                         std::to_string(j.value("staleness_max", int64_t{0})) + "), overlap " +
                         fixed(number(j, "overlap_ratio"), 2);
-        if (j.contains("dropped")) s += ", " + std::to_string(j.value("dropped", int64_t{0})) + " late gradients dropped";
+        if (j.contains("dropped")) s += ", " + std::to_string(j.value("dropped", int64_t{0})) + " gradients dropped";
         if (j.contains("spread")) s += ", spread " + fixed(number(j, "spread"), 4);
         return s + ", " + session::format_duration(number(j, "elapsed_s")) + " elapsed";
     }

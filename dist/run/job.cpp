@@ -153,9 +153,10 @@ void check_settings(const DistOptions& o, const Method& method, dist::Topology t
             throw std::runtime_error("--topology " + o.topology + " is a parameter-server tree for " +
                                      method_names([](const Method& m) { return m.trees; }) + ", not for --protocol " +
                                      o.protocol);
-        if (o.backup > 0)
-            throw std::runtime_error("--backup drops single late gradients at the PS, and a leaf PS sends sums: "
-                                     "use --topology base with --backup");
+        for (const auto& [opt, set] : {std::pair{"--backup", o.backup > 0}, std::pair{"--max-staleness", o.max_staleness >= 0}})
+            if (set)
+                throw std::runtime_error(std::string(opt) + " refuses single gradients at the PS, and a leaf PS sends "
+                                         "sums: use --topology base with " + opt);
         if (o.lr_modulation == "per-gradient")
             throw std::runtime_error("--lr-modulation per-gradient weighs each gradient before the sum, and a "
                                      "leaf PS sends sums: use average or none with --topology " + o.topology);
@@ -360,7 +361,7 @@ int run_rank(DistOptions& o, const std::chrono::steady_clock::time_point process
     if (topology != dist::Topology::Base && rank != kPsRank)
         for (int peer : layout.peers(rank)) heartbeat.notify(peer);
     const int lambda = decentralized ? transport.size() - 1 : static_cast<int>(layout.learners().size());
-    const dist::Protocol protocol = dist::Protocol::parse(o.protocol, lambda, o.n, o.backup);
+    const dist::Protocol protocol = dist::Protocol::parse(o.protocol, lambda, o.n, o.backup, o.k);
     if (!o.lr_modulation.empty()) dist::parse_lr_modulation(o.lr_modulation);
     const std::vector<int> learner_ranks = decentralized ? decentralized_learner_ranks(transport.size()) : layout.learners();
     const auto [straggler, factor] = parse_straggler(o.straggler, learner_ranks);

@@ -11,6 +11,15 @@ using Kind = dist::Protocol::Kind;
 
 void record_backup(const DistOptions& o, int, nlohmann::ordered_json& start) { start["backup"] = o.backup; }
 
+void record_bound(const DistOptions& o, int, nlohmann::ordered_json& start) {
+    if (o.max_staleness >= 0) start["max_staleness"] = o.max_staleness;
+}
+
+void record_k(const DistOptions& o, int learners, nlohmann::ordered_json& start) {
+    start["k"] = o.k;
+    if (o.max_staleness >= 0) record_bound(o, learners, start);
+}
+
 void record_tau(const DistOptions& o, int, nlohmann::ordered_json& start) { start["tau"] = o.tau; }
 
 void record_easgd(const DistOptions& o, int learners, nlohmann::ordered_json& start) {
@@ -23,8 +32,10 @@ void record_easgd(const DistOptions& o, int learners, nlohmann::ordered_json& st
 const std::vector<Method>& methods() {
     static const std::vector<Method> table{
         {Kind::HardSync, Family::ParameterServer, {"--backup"}, true, run_ps_learner_role, record_backup},
-        {Kind::SoftSync, Family::ParameterServer, {}, true, run_ps_learner_role, nullptr},
-        {Kind::Async, Family::ParameterServer, {}, true, run_ps_learner_role, nullptr},
+        {Kind::SoftSync, Family::ParameterServer, {"--max-staleness"}, true, run_ps_learner_role, record_bound},
+        {Kind::Async, Family::ParameterServer, {"--max-staleness"}, true, run_ps_learner_role, record_bound},
+        {Kind::KSync, Family::ParameterServer, {"--k"}, false, run_ps_learner_role, record_k},
+        {Kind::KAsync, Family::ParameterServer, {"--k", "--max-staleness"}, true, run_ps_learner_role, record_k},
         {Kind::Easgd, Family::ParameterServer, {"--tau", "--beta"}, false, run_easgd_role, record_easgd},
         {Kind::AllReduce, Family::Decentralized, {}, false, run_allreduce_role, nullptr},
         {Kind::GossipPull, Family::Decentralized, {"--tau"}, false, run_gossip_role, record_tau},

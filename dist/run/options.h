@@ -24,6 +24,8 @@ struct DistOptions {
     std::string protocol = "softsync";
     int n = 1;                  // softsync's n
     int backup = 0;             // hardsync's backup learners
+    int max_staleness = -1;     // softsync, async, kasync: the staleness bound (-1: none)
+    int k = 0;                  // ksync's and kasync's K (0: not given)
     int batch = 0;              // mu per learner (0: the Data layer's batch_size)
     int epochs = 1;
     LearnerMode mode = LearnerMode::Base;

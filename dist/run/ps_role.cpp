@@ -31,6 +31,7 @@ dist::UpdateRuleConfig rule_config(const DistOptions& o, const Setup& s, const d
     rc.batch = batch * (protocol.elastic() ? o.tau : 1);  // EASGD: one difference per tau mini-batches
     rc.momentum_compensation = o.momentum_compensation;
     rc.start_samples = s.start_samples;
+    rc.max_staleness = o.max_staleness;
     rc.reference_batch = o.reference_batch > 0 ? o.reference_batch : s.train_layer().batch_size;
     if (protocol.synchronous())
         rc.base_scale =

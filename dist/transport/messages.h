@@ -102,7 +102,7 @@ struct EpochWeightsHeader {
     double elapsed_s;        // since the PS started
     double staleness_mean;   // over the gradients of this epoch
     int64_t staleness_max;
-    int64_t drops;           // 1: the protocol drops late gradients (hardsync with backups)
+    int64_t drops;           // 1: the PS refuses some gradients (backups, a staleness bound)
     int64_t dropped;         // and this epoch's dropped ones
     int64_t final;           // 1 for the last epoch
     int64_t replay;          // 1: sent again by a resumed run (logged only if the metrics lack it)
