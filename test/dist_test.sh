@@ -172,8 +172,11 @@ grep -q '"event":"epoch","protocol":"1-backup-hardsync","epoch":2,' "$work/backu
   grep -q '"dropped":[1-9]' "$work/backup/metrics.jsonl" && grep -q '"max":0,' "$work/backup/staleness.json" && pass ||
   { fail "backup: dropped gradients logged, staleness 0"; grep '"epoch"' "$work/backup/metrics.jsonl"; }
 grep -q 'gradients dropped' "$work/backup.log" && pass || fail "backup: the epoch line says what was dropped"
-# K-sync, 2 of 3 (the straggler's late gradients dropped), and K-batch-async, any 2 gradients, bounded.
-run ksync 5 --protocol ksync --k 2 --straggler 4:4
+# K-sync, 2 of 3, each learner slowed on some mini-batches (the late gradients dropped), and K-batch-async,
+# any 2 gradients, bounded.
+run ksync 5 --protocol ksync --k 2 --straggler all:4:0.3
+grep -q 'every learner is slowed 4 times (it sleeps) on a mini-batch with probability 0.3' "$work/ksync.log" && pass ||
+  fail "ksync: the random slow-down announced"
 grep -q '"event":"epoch","protocol":"2-ksync","epoch":2,' "$work/ksync/metrics.jsonl" &&
   grep -q '"dropped":[1-9]' "$work/ksync/metrics.jsonl" && grep -q '"max":0,' "$work/ksync/staleness.json" && pass ||
   { fail "ksync: 2-ksync, dropped gradients logged, staleness 0"; grep '"epoch"' "$work/ksync/metrics.jsonl"; }
@@ -256,7 +259,7 @@ expect_error bound_elsewhere "--max-staleness is a setting of --protocol softsyn
   --protocol hardsync --max-staleness 2
 expect_error backup_adv "use --topology base with --backup" 8 --data "$data" --protocol hardsync --backup 1 \
   --topology adv --ranks-per-node 4
-expect_error bad_straggler "--straggler must be RANK:FACTOR with RANK a learner's rank (2, 3, 4) and FACTOR a number >= 1, got '1:3'" \
+expect_error bad_straggler "--straggler must be RANK:FACTOR with RANK a learner's rank (2, 3, 4) and FACTOR a number >= 1, or RANK:FACTOR:P" \
   5 --data "$data" --protocol async --straggler 1:3
 expect_error slow_factor "got '2:0.5'" 5 --data "$data" --protocol async --straggler 2:0.5
 expect_error bad_tau "--tau: must be a positive integer, got '0'" 5 --data "$data" --protocol easgd --tau 0

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -138,13 +139,14 @@ TEST_CASE("--checkpoint-every: due after N steps or S seconds since the last che
 }
 
 TEST_CASE("methods: each protocol has one registry entry; an option of another method is refused naming its methods") {
-    for (const char* name : {"hardsync", "softsync", "async", "easgd", "allreduce", "gossip-pull", "gossip-push"}) {
+    for (const char* name :
+         {"hardsync", "softsync", "async", "ksync", "kasync", "easgd", "allreduce", "gossip-pull", "gossip-push"}) {
         const Method& m = method_of(dist::Protocol::kind_named(name));
         CHECK(std::string(dist::Protocol::kind_name(m.kind)) == name);
         CHECK(static_cast<bool>(m.learner));
         CHECK((m.family == Family::Decentralized) == dist::Protocol::is_decentralized(m.kind));
     }
-    CHECK(methods().size() == 7);
+    CHECK(methods().size() == 9);
     DistOptions o;
     o.given = {"--tau"};
     CHECK_NOTHROW(check_method_options(o, dist::Protocol::Kind::GossipPush));
@@ -154,7 +156,50 @@ TEST_CASE("methods: each protocol has one registry entry; an option of another m
     o.given = {"--beta"};
     CHECK_THROWS_WITH_AS(check_method_options(o, dist::Protocol::Kind::AllReduce),
                          doctest::Contains("--beta is a setting of --protocol easgd"), std::runtime_error);
-    CHECK(method_names([](const Method& m) { return m.trees; }) == "hardsync, softsync and async");
+    CHECK(method_names([](const Method& m) { return m.trees; }) == "hardsync, softsync, async and kasync");
+    o.given = {"--backup"};
+    CHECK_NOTHROW(check_method_options(o, dist::Protocol::Kind::HardSync));
+    CHECK_THROWS_WITH_AS(check_method_options(o, dist::Protocol::Kind::KSync),
+                         doctest::Contains("--backup is a setting of --protocol hardsync"), std::runtime_error);
+    o.given = {"--max-staleness", "--k"};
+    CHECK_NOTHROW(check_method_options(o, dist::Protocol::Kind::KAsync));
+}
+
+TEST_CASE("--straggler: one learner or all, slowed FACTOR times on every mini-batch or with probability P") {
+    const std::vector<int> learners{2, 3, 4};
+    const StragglerSpec one = parse_straggler("3:2.5", learners);
+    CHECK(one.slows(3));
+    CHECK_FALSE(one.slows(2));
+    CHECK(one.describe() == "rank 3 is a straggler: its compute is slowed 2.5 times (it sleeps)");
+    CHECK(one.of(2, 7).factor == 1.0);
+    CHECK(one.of(3, 7).factor == 2.5);
+    const StragglerSpec all = parse_straggler("all:3:0.25", learners);
+    CHECK(all.slows(2));
+    CHECK(all.slows(4));
+    CHECK(all.describe() == "every learner is slowed 3 times (it sleeps) on a mini-batch with probability 0.25");
+    CHECK_FALSE(parse_straggler("", learners).slows(2));
+    CHECK(parse_straggler("", learners).describe().empty());
+    for (const char* bad : {"1:3", "3", "3:0.5", "3:2:0", "3:2:1.5", "all:2:x", "3:2:0.5:1", "all", ":2", "3:inf"})
+        CHECK_THROWS_WITH_AS(parse_straggler(bad, learners), doctest::Contains("--straggler must be RANK:FACTOR"),
+                             std::runtime_error);
+    // The draws: about P of the mini-batches, the same ones for the same seed, different for another rank.
+    auto draws = [&](int rank) {
+        SlowDraws d(all.of(rank, 7));
+        std::vector<bool> v;
+        for (int i = 0; i < 4000; ++i) v.push_back(d.next());
+        return v;
+    };
+    const std::vector<bool> a = draws(2);
+    const double share = static_cast<double>(std::count(a.begin(), a.end(), true)) / a.size();
+    CHECK(share > 0.22);
+    CHECK(share < 0.28);
+    CHECK(draws(2) == a);
+    CHECK(draws(3) != a);
+    SlowDraws always(one.of(3, 7)), never(one.of(2, 7));
+    for (int i = 0; i < 100; ++i) {
+        CHECK(always.next());
+        CHECK_FALSE(never.next());
+    }
 }
 
 TEST_CASE("all-reduce roles: a stop checkpoints where the run stood; the resumed run ends with the uninterrupted run's weights") {

@@ -229,7 +229,8 @@ void add_dist_method_options(CLI::App* d, DistOptions& dist) {
         ->capture_default_str();
     d->add_option("--beta", dist.beta, "easgd: moving rate in (0, 1] (default 0.9 / learners)");
     d->add_option("--straggler", dist.straggler,
-                  "RANK:FACTOR: slow that learner's compute FACTOR times by sleeping (experiments with stragglers)");
+                  "RANK:FACTOR[:P] or all:FACTOR[:P]: slow that learner's (every learner's) compute FACTOR times by "
+                  "sleeping, each mini-batch with probability P (default 1) (experiments with stragglers)");
     d->add_flag("--json", dist.json,
                 "print the metrics lines (epochs, lost learners, stops) on stdout as JSON, as metrics.jsonl has them, "
                 "instead of readable lines");

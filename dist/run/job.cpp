@@ -364,10 +364,8 @@ int run_rank(DistOptions& o, const std::chrono::steady_clock::time_point process
     const dist::Protocol protocol = dist::Protocol::parse(o.protocol, lambda, o.n, o.backup, o.k);
     if (!o.lr_modulation.empty()) dist::parse_lr_modulation(o.lr_modulation);
     const std::vector<int> learner_ranks = decentralized ? decentralized_learner_ranks(transport.size()) : layout.learners();
-    const auto [straggler, factor] = parse_straggler(o.straggler, learner_ranks);
-    if (straggler >= 0 && rank == kPsRank)
-        say("rank " + std::to_string(straggler) + " is a straggler: its compute is slowed " +
-            o.straggler.substr(o.straggler.find(':') + 1) + " times (it sleeps)");
+    const StragglerSpec straggler = parse_straggler(o.straggler, learner_ranks);
+    if (!straggler.describe().empty() && rank == kPsRank) say(straggler.describe());
     omp_set_num_threads(o.threads);
     const placement::Binding binding = placement::bind_threads(o.bind, dist::MpiSession::ranks_on_this_node(),
                                                                dist::MpiSession::rank_on_this_node(), o.threads);
@@ -394,8 +392,8 @@ int run_rank(DistOptions& o, const std::chrono::steady_clock::time_point process
     if (!s.resume && done_epochs >= o.epochs)
         throw std::runtime_error(o.warm_start + " has trained " + std::to_string(done_epochs) +
                                  " epochs already; --epochs is the total and must be larger");
-    const RoleContext c{o, s, transport, heartbeat, protocol, sets, binding, rank == straggler ? factor : 1.0,
-                        nullptr, &wait, &mpi};
+    const RoleContext c{o,       s,        transport, heartbeat, protocol, sets, binding,
+                        straggler.of(rank, s.spec.seed), nullptr, &wait, &mpi};
     const int code = run_role(c, method, mpi, wait);
     return finish_rank(o, transport, mpi, heartbeat, timeline.get(), run_id, code);
 }

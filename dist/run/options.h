@@ -48,7 +48,7 @@ struct DistOptions {
     bool overwrite = false;     // replace another run's files in `output` (a fresh run refuses them)
     int tau = 1;                // EASGD, gossip: local steps between exchanges (with the centre, or a peer)
     double beta = 0;            // EASGD: moving rate in (0, 1] (0: 0.9 / learners)
-    std::string straggler;      // RANK:FACTOR: that learner's compute is slowed FACTOR times ("": none)
+    std::string straggler;      // RANK|all:FACTOR[:P]: that learner's compute (each learner's) is slowed FACTOR times, each mini-batch with probability P ("": none)
     std::string timeline;       // a Chrome-trace file of every rank's spans ("": none)
     bool ps_receive_ahead = false;  // the PS receives the next message while it updates
     std::string node_data_dir = "/dev/shm";  // where a node's ranks share one copy of the data ("": none)

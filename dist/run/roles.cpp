@@ -121,27 +121,62 @@ std::string write_final_snapshot(const std::string& output, const nn::Snapshot& 
     return path;
 }
 
-std::pair<int, double> parse_straggler(const std::string& text, const std::vector<int>& learner_ranks) {
-    if (text.empty()) return {-1, 1.0};
+StragglerSpec parse_straggler(const std::string& text, const std::vector<int>& learner_ranks) {
+    StragglerSpec spec;
+    if (text.empty()) return spec;
     const auto bad = [&] {
         std::string ranks;
         for (int r : learner_ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
         return std::runtime_error("--straggler must be RANK:FACTOR with RANK a learner's rank (" + ranks +
-                                  ") and FACTOR a number >= 1, got '" + text + "'");
+                                  ") and FACTOR a number >= 1, or RANK:FACTOR:P or all:FACTOR:P with P the "
+                                  "probability in (0, 1] that a mini-batch is slowed, got '" + text + "'");
     };
-    const size_t colon = text.find(':');
-    if (colon == std::string::npos) throw bad();
+    std::vector<std::string> parts;
+    for (size_t from = 0;;) {
+        const size_t colon = text.find(':', from);
+        parts.push_back(text.substr(from, colon == std::string::npos ? std::string::npos : colon - from));
+        if (colon == std::string::npos) break;
+        from = colon + 1;
+    }
+    if (parts.size() < 2 || parts.size() > 3) throw bad();
+    const auto number = [&](const std::string& part) {
+        size_t used = 0;
+        const double v = std::stod(part, &used);
+        if (used != part.size() || !std::isfinite(v)) throw bad();
+        return v;
+    };
     try {
-        size_t used_rank = 0, used_factor = 0;
-        const int rank = std::stoi(text.substr(0, colon), &used_rank);
-        const double factor = std::stod(text.substr(colon + 1), &used_factor);
-        if (used_rank != colon || used_factor != text.size() - colon - 1 || !(factor >= 1.0) || !std::isfinite(factor) ||
-            std::find(learner_ranks.begin(), learner_ranks.end(), rank) == learner_ranks.end())
-            throw bad();
-        return {rank, factor};
+        if (parts[0] == "all") {
+            spec.all = true;
+        } else {
+            size_t used = 0;
+            spec.rank = std::stoi(parts[0], &used);
+            if (used != parts[0].size() ||
+                std::find(learner_ranks.begin(), learner_ranks.end(), spec.rank) == learner_ranks.end())
+                throw bad();
+        }
+        spec.factor = number(parts[1]);
+        if (parts.size() == 3) spec.probability = number(parts[2]);
     } catch (const std::logic_error&) {  // stoi/stod: not a number, out of range
         throw bad();
     }
+    if (!(spec.factor >= 1.0) || !(spec.probability > 0.0 && spec.probability <= 1.0)) throw bad();
+    return spec;
+}
+
+Straggle StragglerSpec::of(int r, uint64_t run_seed) const {
+    if (!slows(r)) return {};
+    return Straggle{factor, probability, run_seed * 104729 + static_cast<uint64_t>(r)};
+}
+
+std::string StragglerSpec::describe() const {
+    if (!all && rank < 0) return "";
+    const std::string times = number_text(factor) + " times (it sleeps)";
+    if (probability >= 1.0)
+        return all ? "every learner is slowed " + times
+                   : "rank " + std::to_string(rank) + " is a straggler: its compute is slowed " + times;
+    return (all ? std::string("every learner") : "rank " + std::to_string(rank)) + " is slowed " + times +
+           " on a mini-batch with probability " + number_text(probability);
 }
 
 session::CheckpointEvery parse_checkpoint_every(const std::string& text) {
@@ -164,7 +199,7 @@ session::CheckpointEvery parse_checkpoint_every(const std::string& text) {
     return every;
 }
 
-dist::LocalSgdWork local_sgd_work(session::TrainingSession& run, data::Prefetcher& prefetch, double straggle,
+dist::LocalSgdWork local_sgd_work(session::TrainingSession& run, data::Prefetcher& prefetch, Straggle straggle,
                                   int64_t first_step) {
     dist::LocalSgdWork work;
     work.param_floats = run.params().size();

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <random>
 #include <string>
 #include <thread>
 #include <utility>
@@ -68,8 +69,26 @@ struct Setup {
 // --checkpoint-every: "N" updates (steps), "Ns" seconds, "Nm" minutes, "0" none.
 session::CheckpointEvery parse_checkpoint_every(const std::string& text);
 
-// --straggler RANK:FACTOR, checked against the learners' ranks: {rank, factor}, or {-1, 1} for "".
-std::pair<int, double> parse_straggler(const std::string& text, const std::vector<int>& learner_ranks);
+// How a learner's compute is slowed (--straggler): `factor` times, each mini-batch with
+// `probability`, drawn from `seed`.
+struct Straggle {
+    double factor = 1.0;
+    double probability = 1.0;
+    uint64_t seed = 0;
+};
+
+// --straggler RANK:FACTOR[:P], or all:FACTOR[:P] for every learner: which learners, and how.
+struct StragglerSpec {
+    int rank = -1;  // the slowed learner's rank; -1: none, or every learner if `all`
+    bool all = false;
+    double factor = 1.0, probability = 1.0;
+    bool slows(int r) const { return all || (rank >= 0 && r == rank); }
+    // The slow-down of rank `r`, its draws seeded from the run's seed.
+    Straggle of(int r, uint64_t run_seed) const;
+    std::string describe() const;  // the PS's line at start ("" for none)
+};
+// Checked against the learners' ranks; "" is none.
+StragglerSpec parse_straggler(const std::string& text, const std::vector<int>& learner_ranks);
 
 // Every rank, once its role is set up: waits for the others (so that training starts together;
 // a PeerError when they do not all come within the start-up allowance), then tells the
@@ -102,21 +121,33 @@ std::vector<int> ranks_from(int first, int size);
 std::string number_text(double v);  // 1.5, not 1.500000
 double easgd_beta(const DistOptions& o, int learners);
 
-// `compute` slowed `factor` times: after each call, a sleep of (factor - 1) times its duration.
+// Which mini-batches a Straggle slows: a sequence of draws, the same for the same seed.
+class SlowDraws {
+public:
+    explicit SlowDraws(Straggle s) : s_(s), rng_(s.seed) {}
+    bool next() { return s_.factor > 1.0 && (s_.probability >= 1.0 || std::bernoulli_distribution(s_.probability)(rng_)); }
+    double factor() const { return s_.factor; }
+
+private:
+    Straggle s_;
+    std::mt19937_64 rng_;
+};
+
+// `compute` slowed as `s` says: after a call that draws a slow-down, a sleep of (factor - 1)
+// times its duration.
 template <class Compute>
-auto slowed(Compute compute, double factor) {
-    return [compute, factor](auto&&... args) mutable {
+auto slowed(Compute compute, Straggle s) {
+    return [compute, draws = SlowDraws(s)](auto&&... args) mutable {
         const auto t0 = std::chrono::steady_clock::now();
         const double loss = compute(std::forward<decltype(args)>(args)...);
-        if (factor > 1.0)
-            std::this_thread::sleep_for((std::chrono::steady_clock::now() - t0) * (factor - 1.0));
+        if (draws.next()) std::this_thread::sleep_for((std::chrono::steady_clock::now() - t0) * (draws.factor() - 1.0));
         return loss;
     };
 }
 
-// Local SGD steps on `run`'s solver over `prefetch`'s mini-batches, slowed `straggle` times; the
-// solver's iteration count starts at `first_step`.
-dist::LocalSgdWork local_sgd_work(session::TrainingSession& run, data::Prefetcher& prefetch, double straggle,
+// Local SGD steps on `run`'s solver over `prefetch`'s mini-batches, slowed as `straggle` says;
+// the solver's iteration count starts at `first_step`.
+dist::LocalSgdWork local_sgd_work(session::TrainingSession& run, data::Prefetcher& prefetch, Straggle straggle,
                                   int64_t first_step = 0);
 
 // What a rank's role needs besides its options: the run's setup, its transport and heartbeat, the
@@ -130,7 +161,7 @@ struct RoleContext {
     const dist::Protocol& protocol;
     const data::TrainTest& sets;
     const placement::Binding& binding;
-    double straggle = 1.0;
+    Straggle straggle;
     dist::SumGroup* group = nullptr;         // the decentralized methods' learners: their sums
     const dist::WaitPolicy* wait = nullptr;  // for the PS's first line
     dist::MpiSession* mpi = nullptr;         // the PS: ends the job when a learner is lost

@@ -38,10 +38,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             break;
         case 1:
             try {
-                const auto [rank, factor] = dist::run::parse_straggler(text, {2, 3, 5});
-                fuzz::require(text.empty() ? rank == -1 : (rank == 2 || rank == 3 || rank == 5) && std::isfinite(factor) &&
-                                                              factor >= 1,
-                              "a straggler is a learner slowed at least once");
+                const auto spec = dist::run::parse_straggler(text, {2, 3, 5});
+                fuzz::require(text.empty() ? !spec.slows(2) && !spec.slows(3) && !spec.slows(5)
+                                           : (spec.all || spec.rank == 2 || spec.rank == 3 || spec.rank == 5) &&
+                                                 std::isfinite(spec.factor) && spec.factor >= 1 &&
+                                                 spec.probability > 0 && spec.probability <= 1,
+                              "a straggler is a learner slowed at least once, with a probability");
             } catch (const std::exception& e) {
                 refused_naming(e, "--straggler");
             }

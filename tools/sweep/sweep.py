@@ -341,10 +341,11 @@ def cmd_run(a):
 # Every column of runs.csv: the run's settings (from its metrics' start line and manifest), then
 # the epoch line's figures.
 SETTINGS = ["run", "protocol", "n", "learners", "batch", "mu_lambda", "mode", "topology", "lr_modulation",
-            "base_lr", "momentum", "seed", "epochs_planned", "train_images", "warm_start_from"]
+            "base_lr", "momentum", "seed", "epochs_planned", "train_images", "warm_start_from", "backup", "k",
+            "max_staleness", "straggler"]
 FIGURES = ["epoch", "elapsed_s", "updates", "samples", "test_accuracy", "test_error", "test_loss", "train_loss",
            "staleness_mean", "staleness_max", "images_per_s", "overlap_ratio", "spread", "test_top5",
-           "test_top5_error"]
+           "test_top5_error", "dropped"]
 
 
 def read_jsonl(path):
@@ -393,7 +394,9 @@ def cmd_collect(a):
                     "lr_modulation": s.get("lr_modulation", ""), "base_lr": s.get("base_lr", ""),
                     "momentum": s.get("momentum", ""), "seed": option_value(manifest["options"], "--seed"),
                     "epochs_planned": s.get("epochs", ""), "train_images": s.get("train_images", ""),
-                    "warm_start_from": manifest.get("warm_start_from") or ""}
+                    "warm_start_from": manifest.get("warm_start_from") or "", "backup": s.get("backup", ""),
+                    "k": s.get("k", ""), "max_staleness": s.get("max_staleness", ""),
+                    "straggler": s.get("straggler", "")}
         seen = set()
         for e in events:
             if e.get("event") != "epoch" or e.get("epoch") in seen:
