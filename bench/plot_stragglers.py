@@ -18,6 +18,8 @@ def method(row):
     name = row["protocol"]
     if row.get("max_staleness") not in ("", None):
         name += f", S={row['max_staleness']}"
+    if row.get("momentum_compensation") == "1":
+        name += ", mc"
     return name
 
 
@@ -78,23 +80,25 @@ def main():
     except ImportError:
         sys.exit("plot_stragglers: no plot (apt-get install python3-matplotlib)")
     lams = sorted({k[0] for k in runs})
+    colours = plt.get_cmap("tab20")
     fig, axes = plt.subplots(len(lams), len(SCENARIOS), figsize=(5 * len(SCENARIOS), 4 * len(lams)), squeeze=False)
     for i, lam in enumerate(lams):
         for j, (scen, label) in enumerate(SCENARIOS):
             ax = axes[i][j]
-            for m in order:
+            for c, m in enumerate(order):
                 s = summary.get((lam, scen, m))
                 if s is None:
                     continue
                 xs = [float(r["elapsed_s"]) for r in s["series"]]
                 ys = [float(r["test_error"]) for r in s["series"]]
-                style = "--" if "sync" not in m or "softsync" in m or "kasync" in m else "-"
-                ax.plot(xs, ys, style, marker="o", markersize=3, label=m)
+                waits = any(w in m for w in ("hardsync", "ksync", "allreduce"))  # the synchronous ones
+                ax.plot(xs, ys, "-" if waits else "--", color=colours(c % 20), marker="o", markersize=3, label=m)
             ax.set_title(f"{lam} learners, straggler: {label}")
             ax.set_xlabel("elapsed s")
             ax.set_ylabel("test error")
             ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=7)
+    for row in axes:
+        row[0].legend(fontsize=6)
     fig.tight_layout()
     fig.savefig(os.path.join(out, "stragglers.png"), dpi=90)
     print(f"plot_stragglers: {out}/stragglers.md, {out}/stragglers.png")

@@ -33,14 +33,14 @@ UpdateRule::UpdateRule(const Protocol& protocol, nn::Solver& solver, nn::ParamSt
     }
 }
 
-// Checks one gradient against the protocol and records it: its staleness, its place in the
-// update's vector clock and its samples. Returns the weight it takes in the sum.
 void UpdateRule::check_learner(int learner) const {
     if (learner < 0 || learner >= static_cast<int>(applied_.size()))
         throw std::runtime_error("gradient from learner " + std::to_string(learner) + ", which is not one of the " +
                                  std::to_string(applied_.size()) + " learners");
 }
 
+// Checks one gradient against the protocol and records it: its staleness, its place in the
+// update's vector clock and its samples. Returns the weight it takes in the sum.
 float UpdateRule::record(int learner, int64_t ts) {
     check_learner(learner);
     if (ts > ts_ || ts < 0)
@@ -93,7 +93,7 @@ bool UpdateRule::add_gradient(int learner, int64_t ts, const float* grad) {
     return maybe_update();
 }
 
-// Hardsync with backups: the first gradients of the timestamp, summed as they arrive.
+// Hardsync with backups, K-sync: the first gradients of the timestamp, summed as they arrive.
 bool UpdateRule::add_backed_up(int learner, int64_t ts, const float* grad) {
     check_learner(learner);
     if (ts >= 0 && ts < ts_) {

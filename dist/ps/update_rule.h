@@ -6,8 +6,9 @@
 // arrive in (a gradient that arrives before its predecessors waits in a buffer of its own), so
 // that two runs with the same seed end with the same weights, bit for bit. Softsync and async
 // cannot be: which gradients make an update, and how stale they are, depends on timing. Nor can
-// hardsync with backups: its update sums the first lambda - B gradients of the timestamp in the
-// order they arrive (the same arrivals give the same weights), and drops the late ones.
+// hardsync with backups and K-sync: an update sums the first lambda - B (K) gradients of the
+// timestamp in the order they arrive (the same arrivals give the same weights), and drops the
+// late ones.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -69,8 +70,8 @@ public:
     // Some learners were lost (not for hardsync without backups): later updates average as many
     // gradients as the protocol takes from `live` learners.
     void set_live_learners(int live);
-    // Hardsync with backups, whatever learners were lost since: late gradients are dropped, and a
-    // lost learner is one more late one.
+    // Hardsync with backups and K-sync, whatever learners were lost since: late gradients are
+    // dropped, and a lost learner is one more late one.
     bool drops_late_gradients() const { return drops_late_; }
     // Whether some gradients are refused (late under backups, or past a staleness bound).
     bool drops_gradients() const { return drops_late_ || config_.max_staleness >= 0; }

@@ -342,7 +342,7 @@ def cmd_run(a):
 # the epoch line's figures.
 SETTINGS = ["run", "protocol", "n", "learners", "batch", "mu_lambda", "mode", "topology", "lr_modulation",
             "base_lr", "momentum", "seed", "epochs_planned", "train_images", "warm_start_from", "backup", "k",
-            "max_staleness", "straggler"]
+            "max_staleness", "straggler", "momentum_compensation"]
 FIGURES = ["epoch", "elapsed_s", "updates", "samples", "test_accuracy", "test_error", "test_loss", "train_loss",
            "staleness_mean", "staleness_max", "images_per_s", "overlap_ratio", "spread", "test_top5",
            "test_top5_error", "dropped"]
@@ -396,7 +396,8 @@ def cmd_collect(a):
                     "epochs_planned": s.get("epochs", ""), "train_images": s.get("train_images", ""),
                     "warm_start_from": manifest.get("warm_start_from") or "", "backup": s.get("backup", ""),
                     "k": s.get("k", ""), "max_staleness": s.get("max_staleness", ""),
-                    "straggler": s.get("straggler", "")}
+                    "straggler": s.get("straggler", ""),
+                    "momentum_compensation": int(bool(s.get("momentum_compensation", False)))}
         seen = set()
         for e in events:
             if e.get("event") != "epoch" or e.get("epoch") in seen:
