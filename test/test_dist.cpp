@@ -168,6 +168,15 @@ TEST_CASE("hardsync with backups: the first lambda - B gradients make the update
     CHECK_FALSE(rule.add_gradient(3, 1, grads[3].data()));
     CHECK(rule.add_gradient(1, 1, grads[1].data()));
     CHECK(p.values()[0] == doctest::Approx(after_update - (4.0 + 2.0) / 2.0));
+    // K-sync's learners wait for the update: a loss that makes the pending gradients enough
+    // must make the update at once.
+    UpdateRule k_of_3(Protocol::ksync(3, 3), solver, p, 3, {});
+    CHECK_FALSE(k_of_3.add_gradient(0, 0, grads[0].data()));
+    CHECK_FALSE(k_of_3.add_gradient(1, 0, grads[1].data()));
+    CHECK_FALSE(k_of_3.update_if_complete());
+    k_of_3.set_live_learners(2);
+    CHECK(k_of_3.update_if_complete());
+    CHECK(k_of_3.timestamp() == 1);
     UpdateRule plain(Protocol::hardsync(4), solver, p, 4, {});
     CHECK_FALSE(plain.goes_on_without_learners());
     CHECK_THROWS(plain.set_live_learners(3));
@@ -436,18 +445,20 @@ TEST_CASE("whole system on the in-process transport: every protocol and mode con
     }
 }
 
-TEST_CASE("a lost learner: the asynchronous protocols and hardsync with a backup go on without it, hardsync stops; the final files come first") {
+TEST_CASE("a lost learner: the asynchronous protocols, hardsync with a backup and K-sync go on without it, hardsync "
+          "stops; the final files come first") {
     struct Case {
         std::string protocol;
-        int n, backup;
+        int n, backup, k = 0;
     };
     for (const Case& c : {Case{"softsync", 1, 0}, Case{"softsync", 3, 0}, Case{"async", 1, 0}, Case{"hardsync", 1, 0},
-                          Case{"hardsync", 1, 1}}) {
+                          Case{"hardsync", 1, 1}, Case{"ksync", 1, 0, 3}, Case{"kasync", 1, 0, 2}}) {
         CAPTURE(c.protocol);
         CAPTURE(c.n);
         CAPTURE(c.backup);
+        CAPTURE(c.k);
         const int lambda = 3;
-        const Protocol proto = Protocol::parse(c.protocol, lambda, c.n, c.backup);
+        const Protocol proto = Protocol::parse(c.protocol, lambda, c.n, c.backup, c.k);
         nn::ParamStore params = vector_store(5);
         nn::Solver solver(plain_sgd(0.05), params);
         UpdateRuleConfig cfg;

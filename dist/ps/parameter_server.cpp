@@ -212,6 +212,7 @@ void ParameterServer::lose_learner(int index, double silent_s) {
                                                  " needs every learner");
     } else if (rule_.goes_on_without_learners() && live > 0) {
         rule_.set_live_learners(live);
+        if (!stopping_ && rule_.update_if_complete()) after_update();
     }
 }
 

@@ -70,6 +70,9 @@ public:
     // Some learners were lost (not for hardsync without backups): later updates average as many
     // gradients as the protocol takes from `live` learners.
     void set_live_learners(int live);
+    // Makes the update if the gradients pending are now enough (after set_live_learners: K-sync's
+    // learners wait for the update, and would send no gradient to trigger it). True if it did.
+    bool update_if_complete() { return maybe_update(); }
     // Hardsync with backups and K-sync, whatever learners were lost since: late gradients are
     // dropped, and a lost learner is one more late one.
     bool drops_late_gradients() const { return drops_late_; }
