@@ -371,6 +371,16 @@ SystemResult run_system(const Protocol& proto, int lambda, bool overlap, nn::Par
     return out;
 }
 
+// The gradients dropped, as the epoch lines logged them.
+int64_t dropped_logged(const SystemResult& r) {
+    int64_t logged = 0;
+    for (const auto& line : r.epoch_lines) {
+        const auto j = nlohmann::json::parse(line);
+        if (j.value("event", "") == "epoch") logged += j.at("dropped").get<int64_t>();
+    }
+    return logged;
+}
+
 }  // namespace
 
 TEST_CASE("whole system on the in-process transport: every protocol and mode converges and ends cleanly") {
@@ -519,12 +529,7 @@ TEST_CASE("hardsync with a backup, and 3-sync of 4, with a slow learner: no upda
     CAPTURE(dropped);
     CHECK(dropped[3] > 0);  // the slow one is late for most updates
     CHECK(r.learners[3].minibatches < r.learners[0].minibatches);
-    int64_t logged = 0;
-    for (const auto& line : r.epoch_lines) {
-        const auto j = nlohmann::json::parse(line);
-        if (j.value("event", "") == "epoch") logged += j.at("dropped").get<int64_t>();
-    }
-    CHECK(logged == r.staleness.dropped_total());
+    CHECK(dropped_logged(r) == r.staleness.dropped_total());
     for (float w : std::vector<float>(r.weights.begin(), r.weights.begin() + 5)) CHECK(w == doctest::Approx(3.0).epsilon(0.05));
   }
 }
@@ -551,12 +556,7 @@ TEST_CASE("async with a staleness bound and a slow learner: no applied gradient 
     CHECK(r.staleness.histogram().size() <= static_cast<size_t>(bound + 1));
     CHECK(r.staleness.dropped()[3] > 0);  // the slow learner's gradients are too old
     CHECK(r.staleness.gradients() == r.ps.samples);
-    int64_t logged = 0;
-    for (const auto& line : r.epoch_lines) {
-        const auto j = nlohmann::json::parse(line);
-        if (j.value("event", "") == "epoch") logged += j.at("dropped").get<int64_t>();
-    }
-    CHECK(logged == r.staleness.dropped_total());
+    CHECK(dropped_logged(r) == r.staleness.dropped_total());
     for (float w : std::vector<float>(r.weights.begin(), r.weights.begin() + 5)) CHECK(w == doctest::Approx(3.0).epsilon(0.05));
 }
 

@@ -17,7 +17,7 @@ void record_bound(const DistOptions& o, int, nlohmann::ordered_json& start) {
 
 void record_k(const DistOptions& o, int learners, nlohmann::ordered_json& start) {
     start["k"] = o.k;
-    if (o.max_staleness >= 0) record_bound(o, learners, start);
+    record_bound(o, learners, start);
 }
 
 void record_tau(const DistOptions& o, int, nlohmann::ordered_json& start) { start["tau"] = o.tau; }
