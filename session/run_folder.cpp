@@ -26,6 +26,7 @@ bool ends_with(const std::string& s, const std::string& tail) {
 
 bool is_run_file(const std::string& name) {
     return name == "metrics.jsonl" || name == "staleness.json" || name == "gossip-peers" || name == "timeline-parts" ||
+           name == "schedule.txt" || name == "schedule.txt.tmp" || name == "replay" ||
            ends_with(name, ".rudra") || ends_with(name, ".rudra.tmp");
 }
 
@@ -87,8 +88,9 @@ RunFolder::RunFolder(std::string dir, Start start, const std::string& resume_hin
         ::close(lock_fd_);
         lock_fd_ = -1;
         throw std::runtime_error(dir_ + ": the output folder holds another run's files (" + joined(found) +
-                                 "); a new run does not replace them. Go on with that run (" + resume_hint +
-                                 "), replace it (--overwrite), or give this run another -o");
+                                 "); a new run does not replace them. " +
+                                 (resume_hint.empty() ? std::string() : "Go on with that run (" + resume_hint + "), ") +
+                                 "replace it (--overwrite), or give this run another -o");
     }
     for (const auto& name : found) {
         fs::remove_all(fs::path(dir_) / name, ec);

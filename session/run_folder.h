@@ -13,7 +13,7 @@ class RunFolder {
 public:
     enum class Start { Fresh, Resume, Overwrite };
     // Creates `dir` when needed and takes its lock. `resume_hint` is the option that goes on with
-    // the run found there ("--resume DIR"), named in the refusal. Throws std::runtime_error naming
+    // the run found there ("--resume DIR"; empty: none), named in the refusal. Throws std::runtime_error naming
     // the folder and what is wrong (occupied, locked by a live run: its pid and host) and
     // nn::WriteError when the folder cannot be created or written.
     RunFolder(std::string dir, Start start, const std::string& resume_hint);

@@ -89,6 +89,10 @@ perl -MJSON::PP -e '
   pass || fail "adv_hardsync: rank 0 hears only its leaves"
 run adv_softsync 12 --protocol softsync --n 1 --topology adv --ranks-per-node 4 --fan-out 1 --mode overlap
 run adv_async 12 --protocol async --topology adv --ranks-per-node 4 --mode overlap
+# The leaf PSs add the gradients, in their order: no schedule is recorded, and a replay says so.
+[ ! -e "$work/adv_async/schedule.txt" ] && pass || fail "adv_async: a schedule where the leaf PSs add the gradients"
+timeout 60 "$rudra" dist --replay "$work/adv_async" 2>&1 | grep -q "adv_async/schedule.txt: no schedule record there" &&
+  pass || fail "adv_async: --replay says there is no schedule"
 # Every topology gives its learners the same samples: hardsync with the same 7 learners under base,
 # adv and adv* ends with the same model (to rounding: the leaves add first), so the same test loss.
 run hardsync7 9 --protocol hardsync

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Faults injected into `rudra dist` runs (separate MPI processes under mpiexec, oversubscribed on
 # this machine), each bounded by `timeout`: a hang is a failure.
-#   kill -9 of a learner under 1-softsync: the run completes and logs the lost rank
+#   kill -9 of a learner under 1-softsync: the run completes and logs the lost rank; its replay matches
 #   SIGSTOP of a learner under async: the run completes and writes final.rudra
 #   kill -9 of the whole job under hardsync, then --resume: final weights identical to a straight run
 #   kill -9 of a learner under hardsync: the run stops within 30 s naming it; --resume with fewer learners
@@ -33,6 +33,12 @@ grep -q 'rank 3\]: the rank.s process .* was killed by signal 9' "$work/soft_kil
 timeout 60 "$rudra" test "$solver" "$work/soft_kill/final.rudra" --data "$data" >/dev/null 2>&1 && pass ||
   fail "soft_kill: final.rudra readable"
 no_leftovers soft_kill
+# The PS's schedule holds the loss (3 learners live from then on), and the run computed again in
+# one process from it ends with the same weights, bit for bit.
+grep -qx 'live 3' "$work/soft_kill/schedule.txt" && pass || fail "soft_kill: the schedule records the lost learner"
+if timeout 300 "$rudra" dist --replay "$work/soft_kill" >"$work/soft_kill.replay" 2>&1 &&
+  cmp -s "$work/soft_kill/final.rudra" "$work/soft_kill/replay/final.rudra"; then pass
+else fail "soft_kill: the replay differs"; tail -5 "$work/soft_kill.replay"; fi
 
 # 2. SIGSTOP of a learner under async: the run completes without it and writes its files.
 for try in 1 2; do

@@ -10,6 +10,9 @@
 #include "nn/atomic_file.h"
 #include "session/exit_codes.h"
 #include "tools/command_line.h"
+#ifdef RUDRA_HAVE_MPI
+#include "dist/run/replay.h"
+#endif
 
 namespace {
 
@@ -44,6 +47,7 @@ int run_command(rudra::tools::CommandLine& cl, int* argc, char*** argv) {
     if (cl.app.got_subcommand("dist")) {
         for (const CLI::Option* opt : cl.app.get_subcommand("dist")->get_options())
             if (opt->count() > 0) cl.dist.given.insert(opt->get_name());
+        if (!cl.dist.replay.empty()) return rudra::dist::run::run_replay(cl.dist);
         return rudra::dist::run::run_job(cl.dist, argc, argv);
     }
     if (cl.app.got_subcommand("checkpoint")) return tools::run_checkpoint(cl.checkpoint);

@@ -63,6 +63,10 @@ float UpdateRule::record(int learner, int64_t ts) {
 }
 
 bool UpdateRule::add_gradient(int learner, int64_t ts, const float* grad) {
+    if (record_) {
+        check_learner(learner);
+        record_->gradient(learner, ts);
+    }
     if (drops_late_) return add_backed_up(learner, ts, grad);
     if (config_.max_staleness >= 0 && ts >= 0 && ts_ - ts > config_.max_staleness) {
         check_learner(learner);
@@ -107,7 +111,13 @@ bool UpdateRule::add_backed_up(int learner, int64_t ts, const float* grad) {
     return maybe_update();
 }
 
+bool UpdateRule::update_if_complete() {
+    if (record_) record_->check();
+    return maybe_update();
+}
+
 bool UpdateRule::add_bundle(const std::vector<BundledGradient>& gradients, const float* sum) {
+    if (record_) throw std::logic_error("a relayed sum cannot be recorded in a schedule");
     if (gradients.empty()) throw std::runtime_error("a relayed sum that holds no gradient");
     if (drops_gradients())
         throw std::logic_error("a rule that refuses single gradients (backups, a staleness bound): not with relayed sums");
@@ -169,6 +179,7 @@ bool UpdateRule::maybe_update() {
 
 void UpdateRule::set_live_learners(int live) {
     if (!goes_on_without_learners()) throw std::logic_error("hardsync cannot go on with fewer learners");
+    if (record_) record_->live_learners(live);
     protocol_ = protocol_.with_learners(live < 1 ? 1 : live);
 }
 

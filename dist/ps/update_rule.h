@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dist/ps/protocol.h"
+#include "dist/ps/schedule_record.h"
 #include "dist/ps/staleness.h"
 #include "kernels/aligned_buffer.h"
 #include "nn/param_store.h"
@@ -72,7 +73,11 @@ public:
     void set_live_learners(int live);
     // Makes the update if the gradients pending are now enough (after set_live_learners: K-sync's
     // learners wait for the update, and would send no gradient to trigger it). True if it did.
-    bool update_if_complete() { return maybe_update(); }
+    bool update_if_complete();
+    // Every later call of add_gradient, set_live_learners and update_if_complete is written into
+    // `record` (null: none), which must outlive the rule. Not with add_bundle: a relayed sum's
+    // order of addition is the leaf PS's.
+    void record_into(ScheduleRecord* record) { record_ = record; }
     // Hardsync with backups and K-sync, whatever learners were lost since: late gradients are
     // dropped, and a lost learner is one more late one.
     bool drops_late_gradients() const { return drops_late_; }
@@ -107,6 +112,7 @@ private:
     nn::ParamStore& params_;
     UpdateRuleConfig config_;
     const bool drops_late_;
+    ScheduleRecord* record_ = nullptr;
     void accumulate(const float* grad, float weight);
     float record(int learner, int64_t ts);
     bool maybe_update();

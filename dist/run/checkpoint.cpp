@@ -66,6 +66,8 @@ nlohmann::ordered_json run_settings(const DistOptions& o, int learners) {
             {"format", o.data.format},
             {"train_limit", o.data.train_limit},
             {"test_limit", o.data.test_limit},
+            {"mean", o.data.mean},
+            {"bad_image", o.data.bad_image},
             {"protocol", o.protocol},
             {"n", o.n},
             {"backup", o.backup},
@@ -92,15 +94,21 @@ nlohmann::ordered_json run_settings(const DistOptions& o, int learners) {
 
 namespace {
 
-// Takes setting `key` (command-line option `option`) from the checkpoint, or checks that the
+// Where the settings come from, for the errors: the checkpoint's or the recorded run's, and why
+// they must be kept.
+struct SettingsSource {
+    const nlohmann::json& settings;
+    std::string path, whose, keeps;
+};
+
+// Takes setting `key` (command-line option `option`) from the source, or checks that the
 // command line gives the same value.
 template <class T>
-void take(DistOptions& o, const DistCheckpoint& ck, const char* key, const char* option, T& field, bool may_change) {
-    const auto& settings = ck.meta.at("settings");
-    if (!settings.contains(key)) return;
-    const auto& value = settings.at(key);
+void take(DistOptions& o, const SettingsSource& src, const char* key, const char* option, T& field, bool may_change) {
+    if (!src.settings.contains(key)) return;
+    const auto& value = src.settings.at(key);
     const auto unusable = [&](const std::string& why) {
-        return std::runtime_error(ck.path + ": the checkpoint's setting '" + key + "' is unusable: " + why);
+        return std::runtime_error(src.path + ": " + src.whose + " setting '" + key + "' is unusable: " + why);
     };
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
         // A float or an integer past the field would be converted without a word.
@@ -117,9 +125,8 @@ void take(DistOptions& o, const DistCheckpoint& ck, const char* key, const char*
     if (!o.given.count(option)) {
         field = saved;
     } else if (!may_change && field != saved) {
-        throw std::runtime_error(std::string(option) + " " + nlohmann::json(field).dump() + " differs from the checkpoint's " +
-                                 nlohmann::json(saved).dump() + " (" + ck.path +
-                                 "): a resumed run keeps the settings that define it");
+        throw std::runtime_error(std::string(option) + " " + nlohmann::json(field).dump() + " differs from " + src.whose +
+                                 " " + nlohmann::json(saved).dump() + " (" + src.path + "): " + src.keeps);
     }
 }
 
@@ -131,12 +138,16 @@ LearnerMode learner_mode_named(const std::string& name) {
     throw std::invalid_argument("'" + name + "' is not a mode (base or overlap)");
 }
 
-void apply_checkpoint_settings(DistOptions& o, const DistCheckpoint& ck) {
+namespace {
+
+void apply_settings(DistOptions& o, const SettingsSource& ck) {
     take(o, ck, "solver", "solver", o.solver, false);
     take(o, ck, "data", "--data", o.data.dir, false);
     take(o, ck, "format", "--format", o.data.format, false);
     take(o, ck, "train_limit", "--train-limit", o.data.train_limit, false);
     take(o, ck, "test_limit", "--test-limit", o.data.test_limit, false);
+    take(o, ck, "mean", "--mean", o.data.mean, false);
+    take(o, ck, "bad_image", "--bad-image", o.data.bad_image, true);
     take(o, ck, "protocol", "--protocol", o.protocol, false);
     take(o, ck, "n", "--n", o.n, false);
     take(o, ck, "backup", "--backup", o.backup, false);
@@ -149,7 +160,7 @@ void apply_checkpoint_settings(DistOptions& o, const DistCheckpoint& ck) {
     try {
         o.mode = learner_mode_named(mode);
     } catch (const std::invalid_argument& e) {
-        throw std::runtime_error(ck.path + ": the checkpoint's setting 'mode' is unusable: " + e.what());
+        throw std::runtime_error(ck.path + ": " + ck.whose + " setting 'mode' is unusable: " + e.what());
     }
     take(o, ck, "lr_modulation", "--lr-modulation", o.lr_modulation, false);
     take(o, ck, "momentum_compensation", "--momentum-compensation", o.momentum_compensation, false);
@@ -163,6 +174,12 @@ void apply_checkpoint_settings(DistOptions& o, const DistCheckpoint& ck) {
     take(o, ck, "ranks_per_node", "--ranks-per-node", o.ranks_per_node, true);
     take(o, ck, "fan_out", "--fan-out", o.fan_out, true);
     take(o, ck, "broadcast_fan_out", "--broadcast-fan-out", o.broadcast_fan_out, true);
+}
+
+}  // namespace
+
+void apply_checkpoint_settings(DistOptions& o, const DistCheckpoint& ck) {
+    apply_settings(o, {ck.meta.at("settings"), ck.path, "the checkpoint's", "a resumed run keeps the settings that define it"});
     if (!o.given.count("--output")) o.output = fs::path(ck.path).parent_path().string();
     if (o.output.empty()) o.output = ".";
     o.warm_start.clear();  // the checkpoint replaces it
@@ -170,6 +187,11 @@ void apply_checkpoint_settings(DistOptions& o, const DistCheckpoint& ck) {
         throw std::runtime_error(ck.path + " has trained " + std::to_string(ck.epoch()) +
                                  " epochs of " + std::to_string(o.epochs) +
                                  " already: raise --epochs (the total) to train further");
+}
+
+void apply_recorded_settings(DistOptions& o, const nlohmann::json& settings, const std::string& path) {
+    apply_settings(o, {settings, path, "the recorded run's", "a replay computes the run as it was"});
+    take(o, SettingsSource{settings, path, "the recorded run's", ""}, "warm_start", "--warm-start", o.warm_start, false);
 }
 
 }  // namespace rudra::dist::run

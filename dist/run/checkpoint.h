@@ -38,5 +38,8 @@ nlohmann::ordered_json run_settings(const DistOptions& o, int learners);
 // Options that define the run (solver, data, protocol, n, batch, rates, seed...) must match if
 // given; --epochs (the total), the output, threads, waits, kernels and fault settings may change.
 void apply_checkpoint_settings(DistOptions& o, const DistCheckpoint& ck);
+// A replay takes the recorded run's settings (`settings`, from the schedule record at `path`),
+// the warm start included; an option on the command line must agree with them.
+void apply_recorded_settings(DistOptions& o, const nlohmann::json& settings, const std::string& path);
 
 }  // namespace rudra::dist::run

@@ -77,24 +77,6 @@ dist::HeartbeatConfig watch_ps(const DistOptions& o, int rank, bool decentralize
     return hc;
 }
 
-// Everything a role needs from the solver, net and data files.
-Setup read_setup(const DistOptions& o) {
-    Setup s;
-    s.spec.solver = nn::load_solver_spec(o.solver);
-    s.spec.net = nn::load_net_spec(s.spec.solver.net);
-    if (!s.spec.net.data_layer(nn::Phase::Train))
-        throw std::runtime_error(s.spec.solver.net + ": the net has no Data layer for phase TRAIN");
-    s.spec.kernels = o.kernels;
-    s.spec.batch = o.batch;
-    s.spec.seed = o.seed >= 0 ? o.seed : (s.spec.solver.random_seed >= 0 ? s.spec.solver.random_seed : 1);
-    if (o.base_lr > 0) s.spec.solver.lr.base_lr = o.base_lr;
-    if (o.momentum >= 0) s.spec.solver.momentum = o.momentum;
-    if (!o.warm_start.empty()) {
-        s.warm = nn::read_snapshot(o.warm_start);
-        s.start_samples = static_cast<int64_t>(s.warm.samples_seen);
-    }
-    return s;
-}
 
 // This process's rank as its launcher numbered it (before MPI is up), or -1.
 int launcher_rank() {

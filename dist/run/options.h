@@ -42,6 +42,7 @@ struct DistOptions {
     nn::KernelOptions kernels;  // --conv-backend
     std::string bind = "auto";  // on | auto | off (bind_threads)
     std::string resume;         // a checkpoint, or the output directory that holds one
+    std::string replay;         // a run's output directory or schedule record, computed again in one process
     std::string checkpoint_every = "600s";  // N updates or Ns seconds between checkpoints; 0: none
     double peer_timeout = dist::kDefaultPeerTimeoutS;   // seconds of silence after which a rank is lost
     double startup_timeout = 600;  // seconds from a rank's start to training (every rank set up)

@@ -4,10 +4,12 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "base/clock.h"
 #include "dist/ps/parameter_server.h"
+#include "dist/ps/schedule_record.h"
 #include "dist/ps/update_rule.h"
 #include "dist/run/checkpoint.h"
 #include "dist/run/roles.h"
@@ -18,8 +20,6 @@
 namespace rudra::dist::run {
 
 namespace fs = std::filesystem;
-
-namespace {
 
 // The update rule's settings: the learning-rate modulation, hardsync's alpha0 * sqrt(c mu / B)
 // (c the gradients an update averages: lambda, less the backups), momentum compensation, where a
@@ -38,6 +38,8 @@ dist::UpdateRuleConfig rule_config(const DistOptions& o, const Setup& s, const d
             static_cast<float>(dist::synchronous_lr_scale(protocol.gradients_per_update(), rc.batch, rc.reference_batch));
     return rc;
 }
+
+namespace {
 
 // The PS's place in the layout (its learners, leaf PSs and broadcast children) and the run's
 // length, timeouts and checkpoint cadence.
@@ -121,6 +123,19 @@ int run_ps_role(const RoleContext& c) {
     nn::ParamStore& params = run.params();
     const dist::UpdateRuleConfig rc = rule_config(o, s, protocol, run.batch());
     dist::UpdateRule rule(protocol, run.solver(), params, lambda, rc);
+    // The schedule of a run from its start, where the PS adds each gradient itself (not a relayed
+    // sum): `rudra dist --replay` computes such a run again.
+    std::optional<dist::ScheduleRecord> schedule;
+    if (!s.resume && s.layout.topology() == dist::Topology::Base && !protocol.elastic()) {
+        schedule.emplace(lambda);
+        rule.record_into(&*schedule);
+    }
+    const std::string schedule_file = dist::schedule_path(o.output);
+    const nlohmann::ordered_json schedule_header = {{"settings", run_settings(o, lambda)},
+                                                    {"cwd", fs::current_path().string()},
+                                                    {"threads", o.threads},
+                                                    {"conv_backend", o.kernels.conv},
+                                                    {"sgemm", sgemm_identity()}};
     dist::PsConfig pc = ps_config(o, s, static_cast<int64_t>(sets.train.size()));
     pc.replay_epoch = replays_epoch(s, pc.samples_per_epoch);
     pc.elapsed_offset_s = s.elapsed_offset_s();
@@ -128,9 +143,14 @@ int run_ps_role(const RoleContext& c) {
     const std::string ck_path = checkpoint_path(o.output);
     const std::string snap_path = final_snapshot_path(o.output);
     const std::string stale_path = (fs::path(o.output) / "staleness.json").string();
-    for (const std::string& f : {ck_path, snap_path, stale_path})
+    for (const std::string& f : {ck_path, snap_path, stale_path, schedule_file})
         if (nn::remove_stale_tmp(f)) say("PS: removed " + f + ".tmp, left by a run that was killed while writing it");
     if (s.resume) {
+        // The first part's schedule would not lead to this run's final weights.
+        std::error_code ec;
+        if (fs::remove(schedule_file, ec))
+            say("PS: removed " + schedule_file + ": a resumed run's schedule is not recorded, and the first part's "
+                "would not give its final weights");
         rule.restore_state(s.resume->meta.at("rule"));
         say_resumed(*s.resume, rule, lambda);
     }
@@ -162,11 +182,17 @@ int run_ps_role(const RoleContext& c) {
                          run.snapshot(static_cast<uint64_t>(rule.timestamp()), static_cast<uint64_t>(rule.samples()),
                                       s.spec.seed),
                          facts, {"PS", "update " + std::to_string(rule.timestamp())});
+        if (schedule) schedule->write(schedule_file, schedule_header);
     };
     hooks.finished = [&] {
         write_final_snapshot(o.output, run.snapshot(static_cast<uint64_t>(rule.timestamp()),
                                                     static_cast<uint64_t>(rule.samples()), s.spec.seed));
         rule.staleness().write_json(stale_path, protocol.name());
+        if (schedule) {
+            schedule->write(schedule_file, schedule_header);
+            say("PS: the schedule of the run's " + std::to_string(schedule->gradients()) + " gradients is in " +
+                schedule_file + "; rudra dist --replay " + o.output + " computes the run again in one process");
+        }
     };
     hooks.stop_requested = s.stop_requested;
     hooks.checkpoint_requested = s.checkpoint_requested;

@@ -7,6 +7,7 @@
 
 #include "base/clock.h"
 #include "dist/transport/messages.h"
+#include "kernels/sgemm/sgemm.h"
 #include "nn/snapshot.h"
 
 namespace rudra::dist::run {
@@ -23,6 +24,30 @@ std::string resume_hint(const std::string& output) { return "go on with: rudra d
 
 bool replays_epoch(const Setup& s, int64_t samples_per_epoch) {
     return s.resume && s.resume->samples() % samples_per_epoch == 0;
+}
+
+Setup read_setup(const DistOptions& o) {
+    Setup s;
+    s.spec.solver = nn::load_solver_spec(o.solver);
+    s.spec.net = nn::load_net_spec(s.spec.solver.net);
+    if (!s.spec.net.data_layer(nn::Phase::Train))
+        throw std::runtime_error(s.spec.solver.net + ": the net has no Data layer for phase TRAIN");
+    s.spec.kernels = o.kernels;
+    s.spec.batch = o.batch;
+    s.spec.seed = o.seed >= 0 ? o.seed : (s.spec.solver.random_seed >= 0 ? s.spec.solver.random_seed : 1);
+    if (o.base_lr > 0) s.spec.solver.lr.base_lr = o.base_lr;
+    if (o.momentum >= 0) s.spec.solver.momentum = o.momentum;
+    if (!o.warm_start.empty()) {
+        s.warm = nn::read_snapshot(o.warm_start);
+        s.start_samples = static_cast<int64_t>(s.warm.samples_seen);
+    }
+    return s;
+}
+
+std::string sgemm_identity() {
+    const kernels::MicroKernel& k = kernels::selected_micro_kernel().kernel;
+    return std::string(k.name) + " mc " + std::to_string(k.mc) + " kc " + std::to_string(k.kc) + " nc " +
+           std::to_string(k.nc);
 }
 
 uint64_t sample_stream_seed(uint64_t run_seed, int stream) { return run_seed * 7919 + static_cast<uint64_t>(stream); }

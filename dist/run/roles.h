@@ -19,6 +19,7 @@
 #include "dist/ps/learner.h"
 #include "dist/ps/protocol.h"
 #include "dist/ps/topology.h"
+#include "dist/ps/update_rule.h"
 #include "dist/run/checkpoint.h"
 #include "dist/run/options.h"
 #include "dist/transport/heartbeat.h"
@@ -115,6 +116,13 @@ std::string resume_hint(const std::string& output);
 // A resumed run whose checkpoint lies on an epoch boundary sends that epoch's weights again
 // (RunCommon::replay_epoch).
 bool replays_epoch(const Setup& s, int64_t samples_per_epoch);
+// The sgemm micro-kernel and its cache blocks ("avx512_16x16 mc 96 kc 384 nc 4096"): with the
+// threads, what decides the order of a gradient's sums, so that a replay can say why its bytes differ.
+std::string sgemm_identity();
+// Everything a role needs from the solver, net and data files.
+Setup read_setup(const DistOptions& o);
+// The PS's update rule settings for a run of `batch` samples per gradient.
+dist::UpdateRuleConfig rule_config(const DistOptions& o, const Setup& s, const dist::Protocol& protocol, int batch);
 // The seed of a learner's own sample stream (base's learners are streams 2, 3, ...).
 uint64_t sample_stream_seed(uint64_t run_seed, int stream);
 std::vector<int> ranks_from(int first, int size);

@@ -1,0 +1,217 @@
+// `rudra dist --replay RUN`: a parameter-server run computed again in one process, from the
+// schedule its PS recorded (dist/ps/schedule_record.h). Each learner is a session of its own, with
+// its seed and its sample stream as in the run; each recorded gradient is computed by its learner,
+// on the weights of the version it names, from the next mini-batch of that learner's stream, and
+// fed to the update rule in the recorded order. With the same kernels and threads, the final
+// weights are the run's, bit for bit, whatever the protocol's timing made of it.
+#include "dist/run/replay.h"
+
+#include <omp.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+
+#include "base/clock.h"
+#include "dist/ps/schedule_record.h"
+#include "dist/ps/update_rule.h"
+#include "dist/run/checkpoint.h"
+#include "dist/run/methods.h"
+#include "dist/run/roles.h"
+#include "nn/atomic_file.h"
+#include "session/run_folder.h"
+#include "session/training_session.h"
+
+namespace rudra::dist::run {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A learner of the replay: its own nets (its dropout stream) and sample stream, as in the run.
+struct ReplayLearner {
+    ReplayLearner(const Setup& s, const data::TrainTest& sets, int index, int decode_threads)
+        : run(spec_of(s, index), sets, {.train_net = true, .test_net = false, .solver = false}),
+          stream(sets.train, run.train_transform(), run.batch(), sample_stream_seed(s.spec.seed, kFirstLearner + index),
+                 0, {}, decode_threads, sets.skipped.get()) {}
+    static session::SessionSpec spec_of(const Setup& s, int index) {
+        session::SessionSpec spec = s.spec;
+        spec.seed = s.spec.seed + static_cast<uint64_t>(kFirstLearner + index);  // as a learner's session
+        return spec;
+    }
+    session::TrainingSession run;
+    data::Prefetcher stream;
+};
+
+std::string record_file(const std::string& file_or_dir) {
+    if (!fs::is_directory(file_or_dir)) return file_or_dir;
+    const std::string path = dist::schedule_path(file_or_dir);
+    if (!fs::exists(path))
+        throw std::runtime_error(path + ": no schedule record there (the PS records one for --topology base runs of "
+                                        "the PS protocols that were not resumed)");
+    return path;
+}
+
+// Relative paths in the settings were relative to the folder the run started in.
+void check_paths_from_here(const DistOptions& o, const nlohmann::json& header, const std::string& path) {
+    const std::string started_in = header.value("cwd", std::string());
+    std::error_code ec;
+    if (started_in.empty() || fs::equivalent(started_in, fs::current_path(), ec)) return;
+    for (const std::string& file : {o.solver, o.data.dir, o.warm_start})
+        if (!file.empty() && fs::path(file).is_relative() && !fs::exists(file))
+            throw std::runtime_error(file + " not found from here: the run named it relative to " + started_in +
+                                     ", where it started; run the replay there (" + path + ")");
+}
+
+void refuse_other_options(const DistOptions& o) {
+    for (const std::string& opt : o.given)
+        if (opt != "--replay" && opt != "--output" && opt != "--overwrite")
+            throw std::runtime_error(opt + " does not go with --replay: a replay takes the recorded run's settings "
+                                           "(only -o/--output and --overwrite may be given)");
+}
+
+template <class T>
+T header_field(const nlohmann::json& header, const char* key, const std::string& path) {
+    if (!header.contains(key)) throw std::runtime_error(path + ":1: the header has no \"" + key + "\"");
+    try {
+        return header.at(key).get<T>();
+    } catch (const nlohmann::json::exception& e) {
+        throw std::runtime_error(path + ":1: the header's \"" + key + "\" is unusable: " + e.what());
+    }
+}
+
+bool same_bytes(const std::string& a, const std::string& b) {
+    std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
+    return fa && fb &&
+           std::string(std::istreambuf_iterator<char>(fa), {}) == std::string(std::istreambuf_iterator<char>(fb), {});
+}
+
+}  // namespace
+
+int run_replay(const DistOptions& options) {
+    refuse_other_options(options);
+    const std::string path = record_file(options.replay);
+    const ScheduleRecord::Read rec = ScheduleRecord::read(path);
+    DistOptions o = options;
+    const auto settings = header_field<nlohmann::json>(rec.header, "settings", path);
+    if (!settings.is_object()) throw std::runtime_error(path + ":1: the header's \"settings\" is not an object");
+    apply_recorded_settings(o, settings, path);
+    check_paths_from_here(o, rec.header, path);
+    const fs::path run_dir = fs::path(path).parent_path();
+    if (!o.given.count("--output")) o.output = (run_dir / "replay").string();
+    const int threads = header_field<int>(rec.header, "threads", path);
+    o.kernels.conv = header_field<std::string>(rec.header, "conv_backend", path);
+    const auto recorded_sgemm = header_field<std::string>(rec.header, "sgemm", path);
+    if (threads < 1) throw std::runtime_error(path + ":1: \"threads\" must be at least 1");
+    if (o.kernels.conv == "auto")
+        throw std::runtime_error(path + ": the run chose its convolution kernels by measuring them (--conv-backend "
+                                        "auto), which a replay cannot repeat: replay runs of own, blis or onednn");
+    o.kernels.validate();
+    const int lambda = rec.record.learners();
+    const dist::Protocol protocol = dist::Protocol::parse(o.protocol, lambda, o.n, o.backup, o.k);
+    if (protocol.elastic() || dist::Protocol::is_decentralized(protocol.kind()))
+        throw std::runtime_error(path + ": " + protocol.name() + " is not replayed: its learners keep models of their own");
+    const std::string sgemm = sgemm_identity();
+    if (recorded_sgemm != sgemm)
+        say("rudra dist --replay: warning: the run's learners computed with sgemm " + recorded_sgemm + ", this process " +
+            "with " + sgemm + ": the sums may be ordered otherwise, and the weights differ in their last bits");
+
+    omp_set_num_threads(threads);
+    Setup s = read_setup(o);
+    const data::TrainTest sets = session::load_data(session::plan_data(o.data, s.spec.net), o.data);
+    session::RunFolder folder(o.output,
+                              o.overwrite ? session::RunFolder::Start::Overwrite : session::RunFolder::Start::Fresh,
+                              "");
+    session::SessionSpec ps_spec = s.spec;
+    ps_spec.kernels.conv = "own";
+    session::TrainingSession ps(ps_spec, sets, {.train_net = true, .test_net = false, .solver = true});
+    if (!o.warm_start.empty()) ps.restore(s.warm, o.warm_start, session::TrainingSession::History::IfMatching);
+    nn::ParamStore& params = ps.params();
+    dist::UpdateRule rule(protocol, ps.solver(), params, lambda, rule_config(o, s, protocol, ps.batch()));
+
+    const std::vector<ScheduleEvent>& events = rec.record.events();
+    std::printf("rudra dist --replay %s: %s, %d learners, mini-batch %d, %zu gradients; %d thread(s), sgemm %s; "
+                "output %s\n",
+                path.c_str(), protocol.name().c_str(), lambda, ps.batch(), rec.record.gradients(), threads,
+                sgemm.c_str(), o.output.c_str());
+    std::fflush(stdout);
+
+    // The weights versions still to be computed on, each kept until its last gradient.
+    std::unordered_map<int64_t, size_t> last_use;
+    for (size_t i = 0; i < events.size(); ++i)
+        if (events[i].kind == ScheduleEvent::Kind::Gradient) last_use[events[i].version] = i;
+    std::map<int64_t, std::vector<float>> versions;
+    const auto keep_version = [&] {
+        if (last_use.count(rule.timestamp()))
+            versions[rule.timestamp()].assign(params.values(), params.values() + params.size());
+    };
+    keep_version();
+    std::vector<std::unique_ptr<ReplayLearner>> learners(static_cast<size_t>(lambda));
+    const auto started = std::chrono::steady_clock::now();
+    size_t done = 0, next_report = events.size() / 10;
+    for (size_t i = 0; i < events.size(); ++i) {
+        const ScheduleEvent& e = events[i];
+        const std::string where = path + ":" + std::to_string(i + 2) + ": ";
+        try {
+            if (e.kind == ScheduleEvent::Kind::Gradient) {
+                const auto version = versions.find(e.version);
+                if (version == versions.end())
+                    throw std::runtime_error("a gradient on weights version " + std::to_string(e.version) +
+                                             ", which the replay's update rule did not make (it is at " +
+                                             std::to_string(rule.timestamp()) + ")");
+                auto& learner = learners[static_cast<size_t>(e.learner)];
+                if (!learner) learner = std::make_unique<ReplayLearner>(s, sets, e.learner, o.data.decode_threads);
+                nn::ParamStore& lp = learner->run.params();
+                std::memcpy(lp.values(), version->second.data(), sizeof(float) * lp.size());
+                if (last_use[e.version] == i) versions.erase(version);
+                learner->run.compute_gradient(learner->stream.next());
+                if (rule.add_gradient(e.learner, e.version, lp.grads())) keep_version();
+                ++done;
+            } else if (e.kind == ScheduleEvent::Kind::Live) {
+                rule.set_live_learners(e.learner);
+            } else if (rule.update_if_complete()) {
+                keep_version();
+            }
+        } catch (const session::Diverged&) {
+            throw;
+        } catch (const std::exception& ex) {
+            throw std::runtime_error(where + ex.what());
+        }
+        if (i + 1 == next_report && i + 1 < events.size()) {
+            std::printf("replay: %zu of %zu gradients, update %lld, %.1f s\n", done, rec.record.gradients(),
+                        static_cast<long long>(rule.timestamp()), seconds_since(started));
+            std::fflush(stdout);
+            next_report += std::max<size_t>(1, events.size() / 10);
+        }
+    }
+
+    const std::string snapshot = write_final_snapshot(
+        o.output, ps.snapshot(static_cast<uint64_t>(rule.timestamp()), static_cast<uint64_t>(rule.samples()), s.spec.seed));
+    rule.staleness().write_json((fs::path(o.output) / "staleness.json").string(), protocol.name());
+    const std::string original = final_snapshot_path(run_dir.string());
+    std::printf("replay: %zu gradients, %lld updates, staleness mean %.3f max %lld, %.1f s; snapshot %s\n", done,
+                static_cast<long long>(rule.timestamp()), rule.staleness().mean(),
+                static_cast<long long>(rule.staleness().max()), seconds_since(started), snapshot.c_str());
+    if (!fs::exists(original)) {
+        std::printf("replay: the run left no %s to compare with (it did not finish)\n", original.c_str());
+        return 0;
+    }
+    if (same_bytes(snapshot, original)) {
+        std::printf("replay: identical to the run's %s, bit for bit\n", original.c_str());
+        return 0;
+    }
+    std::fprintf(stderr,
+                 "rudra dist --replay: error: %s differs from the run's %s (the run's learners: %d thread(s), sgemm %s; "
+                 "this replay: %d, %s)\n",
+                 snapshot.c_str(), original.c_str(), threads, recorded_sgemm.c_str(), threads, sgemm.c_str());
+    return 1;
+}
+
+}  // namespace rudra::dist::run
