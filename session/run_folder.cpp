@@ -89,8 +89,9 @@ RunFolder::RunFolder(std::string dir, Start start, const std::string& resume_hin
         lock_fd_ = -1;
         throw std::runtime_error(dir_ + ": the output folder holds another run's files (" + joined(found) +
                                  "); a new run does not replace them. " +
-                                 (resume_hint.empty() ? std::string() : "Go on with that run (" + resume_hint + "), ") +
-                                 "replace it (--overwrite), or give this run another -o");
+                                 (resume_hint.empty() ? std::string("Replace it")
+                                                      : "Go on with that run (" + resume_hint + "), replace it") +
+                                 " (--overwrite), or give this run another -o");
     }
     for (const auto& name : found) {
         fs::remove_all(fs::path(dir_) / name, ec);

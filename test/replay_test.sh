@@ -20,6 +20,10 @@ run_and_replay() {  # run_and_replay NAME RANKS ARGS...: a run, its replay, both
   else fail "$name: the replay failed"; tail -10 "$work/$name.replay"; return; fi
   cmp -s "$work/$name/final.rudra" "$work/$name/replay/final.rudra" && pass || fail "$name: final.rudra differs"
   cmp -s "$work/$name/staleness.json" "$work/$name/replay/staleness.json" && pass || fail "$name: staleness.json differs"
+  # The replay's epoch lines: the test accuracies of the run's, epoch for epoch.
+  [ "$(grep -o '"test_accuracy":[0-9.]*' "$work/$name/metrics.jsonl")" = \
+    "$(grep -o '"test_accuracy":[0-9.]*' "$work/$name/replay/metrics.jsonl")" ] && pass ||
+    fail "$name: the replay's test accuracies differ from the run's"
   grep -q "^replay: identical to the run's $work/$name/final.rudra, bit for bit$" "$work/$name.replay" && pass ||
     fail "$name: the replay says it matched"
 }
@@ -72,7 +76,7 @@ echo "not a record" >"$work/junk.txt"
 refused junk "junk.txt:1: not a schedule record" dist --replay "$work/junk.txt"
 refused option "--epochs does not go with --replay" dist --replay "$work/async" --epochs 5
 # The first replay's files are in its output folder: a second one replaces them only when told.
-refused again "async/replay: the output folder holds another run's files (final.rudra, staleness.json); a new run does not replace them. replace it (--overwrite)" \
+refused again "async/replay: the output folder holds another run's files (final.rudra, metrics.jsonl, staleness.json); a new run does not replace them. Replace it (--overwrite)" \
   dist --replay "$work/async"
 rudra_path=$(realpath "$rudra")
 (cd / && timeout 60 "$rudra_path" dist --replay "$work/async" --overwrite) >/dev/null 2>&1 && pass ||

@@ -116,6 +116,7 @@ class Sim:
         self.lags = []  # (seconds, gradients) from a learner's gradient taken to its next request taken
         self.held = {}  # request_lag_gradients: learner -> other learners' gradients the PS takes before its request
         self.grads_on_way = 0  # gradients pushed and not yet taken by the PS
+        self.taken_log = None  # a list to record (learner, timestamp, time) of each gradient the PS takes
         # Processor sharing (cores set): remaining work of each job on the cores.
         self.jobs = {}
         self.jobs_at = 0.0
@@ -342,6 +343,8 @@ class Sim:
             self.gradients_taken += 1
             self.grads_on_way -= 1
             self.taken[i] = (self.now, self.gradients_taken)
+            if self.taken_log is not None:
+                self.taken_log.append((i, ts, self.now))
             if self.held:  # one more gradient before each held request
                 for j in list(self.held):
                     self.held[j] -= 1

@@ -1,5 +1,7 @@
 #include "dist/ps/schedule_record.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -18,10 +20,11 @@ std::string schedule_path(const std::string& output_dir) {
     return (std::filesystem::path(output_dir) / "schedule.txt").string();
 }
 
-void ScheduleRecord::gradient(int learner, int64_t version) {
+void ScheduleRecord::gradient(int learner, int64_t version, double time_s) {
     if (learner < 0 || learner >= learners())
         throw std::logic_error("schedule: learner " + std::to_string(learner) + " out of range");
-    events_.push_back({ScheduleEvent::Kind::Gradient, learner, positions_[static_cast<size_t>(learner)]++, version});
+    events_.push_back(
+        {ScheduleEvent::Kind::Gradient, learner, positions_[static_cast<size_t>(learner)]++, version, time_s});
 }
 
 size_t ScheduleRecord::gradients() const {
@@ -40,7 +43,13 @@ void ScheduleRecord::write(const std::string& path, const nlohmann::ordered_json
         switch (e.kind) {
             case ScheduleEvent::Kind::Gradient:
                 text += "g " + std::to_string(e.learner) + " " + std::to_string(e.position) + " " +
-                        std::to_string(e.version) + "\n";
+                        std::to_string(e.version);
+                if (e.time_s >= 0) {
+                    char t[32];
+                    std::snprintf(t, sizeof t, " %.6f", e.time_s);
+                    text += t;
+                }
+                text += "\n";
                 break;
             case ScheduleEvent::Kind::Live: text += "live " + std::to_string(e.learner) + "\n"; break;
             case ScheduleEvent::Kind::Check: text += "check\n"; break;
@@ -82,8 +91,15 @@ ScheduleRecord::Read ScheduleRecord::read(const std::string& path) {
         fields >> kind;
         if (kind == "g") {
             int64_t learner = -1, position = -1, version = -1;
-            if (!(fields >> learner >> position >> version) || (fields >> rest))
-                throw bad(n, "'" + line + "' is not \"g LEARNER POSITION VERSION\"");
+            double time_s = -1.0;
+            if (!(fields >> learner >> position >> version))
+                throw bad(n, "'" + line + "' is not \"g LEARNER POSITION VERSION [SECONDS]\"");
+            if (fields >> rest) {
+                char* end = nullptr;
+                time_s = std::strtod(rest.c_str(), &end);
+                if (*end != '\0' || !(time_s >= 0) || (fields >> rest))
+                    throw bad(n, "'" + line + "' is not \"g LEARNER POSITION VERSION [SECONDS]\"");
+            }
             if (learner < 0 || learner >= r.record.learners())
                 throw bad(n, "learner " + std::to_string(learner) + " is not one of the " +
                                  std::to_string(r.record.learners()));
@@ -92,7 +108,7 @@ ScheduleRecord::Read ScheduleRecord::read(const std::string& path) {
                 throw bad(n, "learner " + std::to_string(learner) + "'s gradient at position " + std::to_string(position) +
                                  " where its next is " + std::to_string(expected));
             if (version < 0) throw bad(n, "weights version " + std::to_string(version));
-            r.record.gradient(static_cast<int>(learner), version);
+            r.record.gradient(static_cast<int>(learner), version, time_s);
         } else if (kind == "live") {
             int64_t live = -1;
             if (!(fields >> live) || (fields >> rest) || live < 1 || live > r.record.learners())
@@ -101,7 +117,7 @@ ScheduleRecord::Read ScheduleRecord::read(const std::string& path) {
         } else if (kind == "check" && !(fields >> rest)) {
             r.record.check();
         } else {
-            throw bad(n, "'" + line + "' is none of \"g LEARNER POSITION VERSION\", \"live N\", \"check\"");
+            throw bad(n, "'" + line + "' is none of \"g LEARNER POSITION VERSION [SECONDS]\", \"live N\", \"check\"");
         }
     }
     if (r.record.events().size() != events.get<uint64_t>())

@@ -5,7 +5,9 @@
 // gives the same weights, bit for bit (`rudra dist --replay`, dist/run/replay.cpp).
 //
 // File: a first line of JSON (the run's settings, what its learners computed with), then one
-// line per call: "g LEARNER POSITION VERSION", "live N", "check". Written whole or not at all.
+// line per call: "g LEARNER POSITION VERSION [SECONDS]", "live N", "check". Written whole or not
+// at all. SECONDS, when there, is when the PS took the gradient: a virtual cluster's simulated
+// time (bench/simulate/virtual_cluster.py writes such records; a real run's PS writes none).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -21,15 +23,16 @@ struct ScheduleEvent {
     int learner = 0;        // Gradient: the learner's index; Live: the learners still live
     int64_t position = 0;   // Gradient: that learner's gradients before this one
     int64_t version = 0;    // Gradient: the timestamp of the weights it was computed on
+    double time_s = -1.0;   // Gradient: when the PS took it (simulated time), -1: not recorded
 };
 
 class ScheduleRecord {
 public:
     explicit ScheduleRecord(int learners) : positions_(static_cast<size_t>(learners), 0) {}
 
-    void gradient(int learner, int64_t version);
-    void live_learners(int live) { events_.push_back({ScheduleEvent::Kind::Live, live, 0, 0}); }
-    void check() { events_.push_back({ScheduleEvent::Kind::Check, 0, 0, 0}); }
+    void gradient(int learner, int64_t version, double time_s = -1.0);
+    void live_learners(int live) { events_.push_back({ScheduleEvent::Kind::Live, live, 0, 0, -1.0}); }
+    void check() { events_.push_back({ScheduleEvent::Kind::Check, 0, 0, 0, -1.0}); }
     const std::vector<ScheduleEvent>& events() const { return events_; }
     int learners() const { return static_cast<int>(positions_.size()); }
     size_t gradients() const;

@@ -26,6 +26,7 @@
 #include "dist/run/methods.h"
 #include "dist/run/roles.h"
 #include "nn/atomic_file.h"
+#include "session/metrics_log.h"
 #include "session/run_folder.h"
 #include "session/training_session.h"
 
@@ -48,6 +49,97 @@ struct ReplayLearner {
     }
     session::TrainingSession run;
     data::Prefetcher stream;
+};
+
+// The statistics server's epoch lines, from the replay: at each epoch's end the PS's weights are
+// evaluated on the test set. Elapsed time is the record's (a virtual cluster's simulated time)
+// where it has one, else the replay's own.
+class EpochLines {
+public:
+    EpochLines(const DistOptions& o, const Setup& s, const data::TrainTest& sets, const dist::Protocol& protocol,
+               const std::string& record, bool simulated)
+        : test_(s.spec, sets, {.train_net = false, .test_net = true, .solver = false}),
+          log_((fs::path(o.output) / "metrics.jsonl").string(), false),
+          protocol_(protocol.name()),
+          epoch_samples_(static_cast<int64_t>(sets.train.size())),
+          epochs_(o.epochs),
+          started_(std::chrono::steady_clock::now()),
+          next_(s.start_samples / std::max<int64_t>(1, epoch_samples_) + 1) {
+        nlohmann::ordered_json start{{"event", "start"},
+                                     {"time", utc_now()},
+                                     {"solver", o.solver},
+                                     {"protocol", o.protocol},
+                                     {"n", o.n},
+                                     {"learners", protocol.learners()},
+                                     {"batch", o.batch},
+                                     {"mode", learner_mode_name(o.mode)},
+                                     {"epochs", o.epochs},
+                                     {"lr_modulation", o.lr_modulation},
+                                     {"momentum_compensation", o.momentum_compensation},
+                                     {"warm_start", o.warm_start},
+                                     {"base_lr", s.spec.solver.lr.base_lr},
+                                     {"momentum", s.spec.solver.momentum},
+                                     {"train_images", sets.train.size()},
+                                     {"test_images", sets.test.size()},
+                                     {simulated ? "virtual_cluster" : "replay_of", record}};
+        log_.write(start);
+    }
+    // The last epoch has ended: a real run's PS takes no gradient after it.
+    bool ended() const { return next_ > epochs_; }
+    void loss(double l) {
+        loss_sum_ += l;
+        ++losses_;
+    }
+    // After each update: the lines of the epochs it ended.
+    void after_update(UpdateRule& rule, const nn::ParamStore& weights, double time_s) {
+        if (time_s >= 0) last_time_s_ = time_s;
+        while (next_ <= epochs_ && rule.samples() >= next_ * epoch_samples_) {
+            std::memcpy(test_.params().values(), weights.values(), sizeof(float) * weights.size());
+            const session::EvalResult r = test_.evaluate();
+            double mean = 0;
+            int64_t max = 0, dropped = 0;
+            rule.staleness().take_epoch(mean, max, dropped);
+            const double elapsed = last_time_s_ >= 0 ? last_time_s_ : seconds_since(started_);
+            nlohmann::ordered_json line{{"event", "epoch"},
+                                        {"protocol", protocol_},
+                                        {"epoch", next_},
+                                        {"train_loss", losses_ ? loss_sum_ / static_cast<double>(losses_) : 0.0},
+                                        {"test_accuracy", r.accuracy},
+                                        {"test_loss", r.loss},
+                                        {"elapsed_s", elapsed},
+                                        {"updates", rule.timestamp()},
+                                        {"samples", rule.samples()},
+                                        {"staleness_mean", mean},
+                                        {"staleness_max", max}};
+            if (rule.drops_gradients()) line["dropped"] = dropped;
+            if (elapsed > last_elapsed_)
+                line["images_per_s"] = static_cast<double>(rule.samples() - last_samples_) / (elapsed - last_elapsed_);
+            if (r.top5 >= 0) line["test_top5"] = r.top5;
+            log_.write(line);
+            std::printf("epoch %lld/%d: test accuracy %.4f (loss %.4f), train loss %.4f, staleness %.2f (max %lld), "
+                        "%.1f s%s\n",
+                        static_cast<long long>(next_), epochs_, r.accuracy, r.loss,
+                        losses_ ? loss_sum_ / static_cast<double>(losses_) : 0.0, mean, static_cast<long long>(max),
+                        elapsed, last_time_s_ >= 0 ? " simulated" : "");
+            std::fflush(stdout);
+            loss_sum_ = 0;
+            losses_ = 0;
+            last_elapsed_ = elapsed;
+            last_samples_ = rule.samples();
+            ++next_;
+        }
+    }
+
+private:
+    session::TrainingSession test_;
+    session::MetricsLog log_;
+    std::string protocol_;
+    int64_t epoch_samples_;
+    int epochs_;
+    std::chrono::steady_clock::time_point started_;
+    int64_t next_, last_samples_ = 0;
+    double loss_sum_ = 0, last_elapsed_ = 0, last_time_s_ = -1;
+    int64_t losses_ = 0;
 };
 
 std::string record_file(const std::string& file_or_dir) {
@@ -108,7 +200,9 @@ int run_replay(const DistOptions& options) {
     if (!o.given.count("--output")) o.output = (run_dir / "replay").string();
     const int threads = header_field<int>(rec.header, "threads", path);
     o.kernels.conv = header_field<std::string>(rec.header, "conv_backend", path);
-    const auto recorded_sgemm = header_field<std::string>(rec.header, "sgemm", path);
+    // A virtual cluster's record (simulated times) names no kernels: its gradients are first computed here.
+    const bool simulated = rec.header.contains("simulated");
+    const std::string recorded_sgemm = simulated ? std::string() : header_field<std::string>(rec.header, "sgemm", path);
     if (threads < 1) throw std::runtime_error(path + ":1: \"threads\" must be at least 1");
     if (o.kernels.conv == "auto")
         throw std::runtime_error(path + ": the run chose its convolution kernels by measuring them (--conv-backend "
@@ -119,16 +213,24 @@ int run_replay(const DistOptions& options) {
     if (protocol.elastic() || dist::Protocol::is_decentralized(protocol.kind()))
         throw std::runtime_error(path + ": " + protocol.name() + " is not replayed: its learners keep models of their own");
     const std::string sgemm = sgemm_identity();
-    if (recorded_sgemm != sgemm)
+    if (!simulated && recorded_sgemm != sgemm)
         say("rudra dist --replay: warning: the run's learners computed with sgemm " + recorded_sgemm + ", this process " +
             "with " + sgemm + ": the sums may be ordered otherwise, and the weights differ in their last bits");
 
     omp_set_num_threads(threads);
     Setup s = read_setup(o);
     const data::TrainTest sets = session::load_data(session::plan_data(o.data, s.spec.net), o.data);
+    // A virtual cluster's outputs go beside its record; a run's own files are never replaced.
+    std::error_code ec;
+    const bool into_record_folder = fs::equivalent(o.output, run_dir, ec);
+    if (into_record_folder && !simulated)
+        throw std::runtime_error("-o " + o.output + " is the recorded run's own folder: give the replay another");
     session::RunFolder folder(o.output,
-                              o.overwrite ? session::RunFolder::Start::Overwrite : session::RunFolder::Start::Fresh,
+                              into_record_folder ? session::RunFolder::Start::Resume
+                              : o.overwrite      ? session::RunFolder::Start::Overwrite
+                                                 : session::RunFolder::Start::Fresh,
                               "");
+    EpochLines epochs(o, s, sets, protocol, path, simulated);
     session::SessionSpec ps_spec = s.spec;
     ps_spec.kernels.conv = "own";
     session::TrainingSession ps(ps_spec, sets, {.train_net = true, .test_net = false, .solver = true});
@@ -161,6 +263,9 @@ int run_replay(const DistOptions& options) {
         const std::string where = path + ":" + std::to_string(i + 2) + ": ";
         try {
             if (e.kind == ScheduleEvent::Kind::Gradient) {
+                if (epochs.ended())
+                    throw std::runtime_error("a gradient after the run's last epoch (" + std::to_string(o.epochs) +
+                                             " of " + std::to_string(sets.train.size()) + " images)");
                 const auto version = versions.find(e.version);
                 if (version == versions.end())
                     throw std::runtime_error("a gradient on weights version " + std::to_string(e.version) +
@@ -171,13 +276,17 @@ int run_replay(const DistOptions& options) {
                 nn::ParamStore& lp = learner->run.params();
                 std::memcpy(lp.values(), version->second.data(), sizeof(float) * lp.size());
                 if (last_use[e.version] == i) versions.erase(version);
-                learner->run.compute_gradient(learner->stream.next());
-                if (rule.add_gradient(e.learner, e.version, lp.grads())) keep_version();
+                epochs.loss(learner->run.compute_gradient(learner->stream.next()));
                 ++done;
+                if (rule.add_gradient(e.learner, e.version, lp.grads())) {
+                    keep_version();
+                    epochs.after_update(rule, params, e.time_s);
+                }
             } else if (e.kind == ScheduleEvent::Kind::Live) {
                 rule.set_live_learners(e.learner);
             } else if (rule.update_if_complete()) {
                 keep_version();
+                epochs.after_update(rule, params, -1.0);
             }
         } catch (const session::Diverged&) {
             throw;
@@ -199,6 +308,7 @@ int run_replay(const DistOptions& options) {
     std::printf("replay: %zu gradients, %lld updates, staleness mean %.3f max %lld, %.1f s; snapshot %s\n", done,
                 static_cast<long long>(rule.timestamp()), rule.staleness().mean(),
                 static_cast<long long>(rule.staleness().max()), seconds_since(started), snapshot.c_str());
+    if (simulated) return 0;  // nothing to compare with: the virtual cluster's run is this one
     if (!fs::exists(original)) {
         std::printf("replay: the run left no %s to compare with (it did not finish)\n", original.c_str());
         return 0;

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""A virtual cluster: lambda learners on a described cluster, trained for real in one process.
+
+The discrete-event model of simulate.py (the same costs, links and cores) decides when each
+learner's gradient reaches the parameter server, and so which weights version each gradient is
+computed on and how stale it is; it writes that schedule as a record (OUT/schedule.txt, the format
+a real run's PS writes, with each gradient's simulated time), and `rudra dist --replay` computes
+every gradient for real, each learner on its own sample stream and seed, on the weights it held,
+and applies them with the PS's update rule. OUT gets what a run gets: metrics.jsonl (its elapsed
+times simulated), staleness.json and final.rudra, so that the sweeps and plots read it unchanged.
+The same arguments give the same bytes.
+
+  virtual_cluster.py OUT --learners 30 --protocol softsync --n 1 --batch 32 --epochs 3 \\
+      --compute-ms 12 --model-bytes 334000 [simulate.py's cluster options] \\
+      [--solver SOLVER] [--data DIR] [--seed S] [--rudra build/rudra]
+
+Not modelled here: the adv and adv* trees (their leaf PSs add sums), backups, K-sync and the
+staleness bound (simulate.py has none of them), EASGD and the decentralized methods.
+"""
+import argparse
+import gzip
+import json
+import math
+import os
+import struct
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import simulate  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEFAULT_SOLVER = os.path.join(ROOT, "models/cifar10_full_28/cifar10_full_28_solver.prototxt")
+DEFAULT_DATA = "/usr/share/datasets/fashion-mnist"
+
+
+def train_images(data, limit):
+    """The training images of an IDX folder (the header's count), at most `limit` when set."""
+    for name in ("train-images-idx3-ubyte", "train-images-idx3-ubyte.gz"):
+        path = os.path.join(data, name)
+        if os.path.exists(path):
+            with (gzip.open if name.endswith(".gz") else open)(path, "rb") as f:
+                magic, count = struct.unpack(">II", f.read(8))
+            if magic != 0x803:
+                sys.exit(f"{path}: not an IDX image file (magic {magic:#x})")
+            return min(count, limit) if limit > 0 else count
+    sys.exit(f"{data}: no train-images-idx3-ubyte(.gz): the virtual cluster reads IDX folders")
+
+
+def settings(a, sim):
+    """The run's settings as a real run's checkpoint and record keep them (dist/run/checkpoint.cpp)."""
+    return {"solver": a.solver, "data": a.data, "format": "auto", "train_limit": a.train_limit, "test_limit": a.test_limit,
+            "mean": "", "bad_image": "stop", "protocol": sim.protocol, "n": sim.n, "backup": 0,
+            "max_staleness": -1, "k": 0, "batch": a.batch, "epochs": a.epochs, "mode": sim.mode,
+            "lr_modulation": a.lr_modulation, "momentum_compensation": a.momentum_compensation,
+            "reference_batch": 0, "base_lr": a.base_lr, "momentum": -1.0, "seed": a.seed, "warm_start": "",
+            "tau": 1, "beta": 0.0, "topology": "base", "ranks_per_node": 0, "fan_out": 0,
+            "broadcast_fan_out": 2, "learners": sim.learners}
+
+
+def write_record(path, header, taken):
+    positions = {}
+    lines = []
+    for learner, ts, t in taken:
+        p = positions.get(learner, 0)
+        positions[learner] = p + 1
+        lines.append(f"g {learner} {p} {ts} {t:.6f}\n")
+    head = {"format": "rudra-schedule", "version": 1, "learners": header["settings"]["learners"],
+            "events": len(lines)}
+    head.update(header)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(json.dumps(head, separators=(",", ":")) + "\n")
+        f.writelines(lines)
+    os.replace(tmp, path)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                add_help=False)
+    p.add_argument("out", help="the run's folder (created; refused when it holds a run)")
+    p.add_argument("--solver", default=DEFAULT_SOLVER)
+    p.add_argument("--data", default=DEFAULT_DATA, help="an IDX folder (Fashion-MNIST by default)")
+    p.add_argument("--train-limit", type=int, default=0, help="the first N training images only (0: all)")
+    p.add_argument("--test-limit", type=int, default=0, help="the first N test images only (0: all)")
+    p.add_argument("--batch", type=int, required=True, help="mu, each learner's mini-batch")
+    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--base-lr", type=float, default=0.0, help="alpha0 (0: the solver's)")
+    p.add_argument("--lr-modulation", default="", choices=["", "none", "average", "per-gradient"])
+    p.add_argument("--momentum-compensation", action="store_true")
+    p.add_argument("--rudra", default=os.path.join(ROOT, "build/rudra"))
+    p.add_argument("-h", "--help", action="store_true")
+    a, rest = p.parse_known_args(argv)
+    if a.help:
+        p.print_help()
+        print("\nThe cluster (simulate.py's options):")
+        simulate.parse(["--help"])
+    sim = simulate.parse(rest + ["--updates", "1"])  # the count is set below
+    a.seed = sim.seed
+    if sim.topology != "base":
+        p.error("--topology adv and adv* are not modelled by the virtual cluster yet (their leaf PSs add sums)")
+    if a.batch < 1 or a.epochs < 1:
+        p.error("--batch and --epochs must be at least 1")
+    images = train_images(a.data, a.train_limit)
+    per_update = sim.learners if sim.protocol == "hardsync" else (
+        1 if sim.protocol == "async" else max(1, sim.learners // sim.n))
+    # The PS ends the run at the update that reaches epochs x images samples.
+    sim.updates = math.ceil(a.epochs * images / (per_update * a.batch))
+    model = simulate.make(sim)
+    model.taken_log = []
+    result = model.run()
+    if os.path.exists(os.path.join(a.out, "metrics.jsonl")):
+        sys.exit(f"{a.out}: holds a run already (metrics.jsonl): give another folder")
+    os.makedirs(a.out, exist_ok=True)
+    cluster = {k: v for k, v in vars(sim).items() if k not in ("updates", "json")}
+    header = {"settings": settings(a, sim), "threads": 1, "conv_backend": "own",
+              "simulated": {"cluster": cluster, "updates_per_s": result["updates_per_s"],
+                            "seconds": result["seconds"], "overlap_ratio": result["overlap_ratio"],
+                            "histogram": result["histogram"]}}
+    write_record(os.path.join(a.out, "schedule.txt"), header, model.taken_log)
+    print(f"virtual cluster: {result['protocol']}, {sim.learners} learners, {sim.mode}: {result['updates']} updates in "
+          f"{result['seconds']:.1f} simulated s, staleness mean {result['staleness_mean']:.2f} max "
+          f"{result['staleness_max']}; computing the {len(model.taken_log)} gradients", flush=True)
+    env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
+    return subprocess.call([a.rudra, "dist", "--replay", a.out, "-o", a.out], env=env)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

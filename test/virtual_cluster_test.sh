@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The virtual cluster (bench/simulate/virtual_cluster.py): the simulator's schedule of a described
+# cluster, computed for real by `rudra dist --replay` in one process. The same arguments give the
+# same bytes, another seed others; the staleness the rule counts is the simulator's, histogram for
+# histogram; the epoch lines carry the simulated time; the output reads as a run's.
+# Usage: virtual_cluster_test.sh RUDRA_BINARY SOURCE_DIR
+. "$(dirname "$0")/harness.sh" "$@"
+mpi_test_setup
+vc=$src/bench/simulate/virtual_cluster.py
+cluster=(--compute-ms 6.5 --model-bytes 334032 --cores 2 --crowding-cost 0.03 --latency-us 1000 --message-us 2000)
+
+virtual() {  # virtual NAME ARGS...
+  local name=$1; shift
+  if timeout 300 python3 "$vc" "$work/$name" --rudra "$rudra" --solver "$solver" --data "$data" --batch 16 --epochs 2 \
+      "${cluster[@]}" "$@" >"$work/$name.log" 2>&1; then pass
+  else fail "$name: exit $?"; tail -10 "$work/$name.log"; fi
+}
+
+virtual a1 --learners 8 --protocol async --momentum-compensation --base-lr 0.002 --seed 1
+virtual a1_again --learners 8 --protocol async --momentum-compensation --base-lr 0.002 --seed 1
+virtual a2 --learners 8 --protocol async --momentum-compensation --base-lr 0.002 --seed 2
+virtual s4 --learners 12 --protocol softsync --n 4 --mode overlap --seed 1
+for f in final.rudra staleness.json schedule.txt; do
+  cmp -s "$work/a1/$f" "$work/a1_again/$f" && pass || fail "a1: $f differs between two runs of the same arguments"
+done
+cmp -s "$work/a1/final.rudra" "$work/a2/final.rudra" && fail "a1, a2: another seed, the same weights" || pass
+grep -q "^virtual cluster: async, 8 learners, base: 120 updates in [0-9.]* simulated s" "$work/a1.log" && pass ||
+  fail "a1: the simulator's line"
+# The rule's staleness (computed by rudra from the schedule) is the simulator's, and the last
+# epoch ends at the simulated time of the schedule's last gradient.
+for name in a1 s4; do
+  python3 - "$work/$name" <<'PY' && pass || fail "$name: staleness or time differ from the simulator's"
+import json, sys
+run = sys.argv[1]
+head = json.loads(open(run + "/schedule.txt").readline())
+stale = json.load(open(run + "/staleness.json"))
+epochs = [json.loads(l) for l in open(run + "/metrics.jsonl") if '"event":"epoch"' in l]
+last_time = float(open(run + "/schedule.txt").read().splitlines()[-1].split()[4])
+sim = head["simulated"]
+ok = stale["histogram"] == sim["histogram"] and len(epochs) == 2 and abs(epochs[-1]["elapsed_s"] - last_time) < 1e-9
+ok = ok and abs(last_time - sim["seconds"]) < 1e-5 and epochs[0]["elapsed_s"] < epochs[1]["elapsed_s"]
+if not ok:
+    print(stale["histogram"], sim["histogram"], [e["elapsed_s"] for e in epochs], last_time, sim["seconds"])
+sys.exit(0 if ok else 1)
+PY
+done
+grep -q '"event":"start".*"virtual_cluster":"' "$work/s4/metrics.jsonl" && pass || fail "s4: the start line names the virtual cluster"
+timeout 60 "$rudra" test "$solver" "$work/s4/final.rudra" --data "$data" >/dev/null 2>&1 && pass || fail "s4: final.rudra readable"
+# Its folder holds a run: a second virtual run there is refused.
+timeout 60 python3 "$vc" "$work/s4" --rudra "$rudra" --solver "$solver" --data "$data" --batch 16 --learners 4 \
+  "${cluster[@]}" >"$work/again.log" 2>&1
+[ $? != 0 ] && grep -q "holds a run already" "$work/again.log" && pass || fail "a second run into s4's folder"
+finish
