@@ -8,7 +8,12 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
+#include <deque>
+#include <functional>
+#include <future>
+#include <thread>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -142,6 +147,68 @@ private:
     int64_t losses_ = 0;
 };
 
+// The recorded gradients, computed ahead of their turn and side by side where the run's learners
+// computed with one thread each (the bits depend on the threads, not on which core): a learner's
+// next gradient starts as soon as the weights version it needs exists and its previous one has
+// been taken, on as many cores as the machine has. The rule still takes them in the record's order.
+class ComputedAhead {
+public:
+    ComputedAhead(const std::vector<ScheduleEvent>& events, int learners, int threads,
+                  std::function<ReplayLearner&(int)> learner)
+        : events_(events), learner_(std::move(learner)), next_(static_cast<size_t>(learners)),
+          running_(static_cast<size_t>(learners)),
+          workers_(threads == 1 ? std::max(1, static_cast<int>(std::thread::hardware_concurrency())) : 0),
+          threads_(threads) {
+        for (size_t i = 0; i < events.size(); ++i)
+            if (events[i].kind == ScheduleEvent::Kind::Gradient) next_[static_cast<size_t>(events[i].learner)].push_back(i);
+    }
+    ~ComputedAhead() {
+        for (auto& f : running_)
+            if (f.valid()) f.wait();
+    }
+    ReplayLearner& learner(int l) { return learner_(l); }
+    // The loss of event i's gradient (then in its learner's gradient buffer until the next call for
+    // that learner), computed on `weights` unless it was started ahead.
+    double take(size_t i, const float* weights) {
+        const auto l = static_cast<size_t>(events_[i].learner);
+        if (next_[l].empty() || next_[l].front() != i) throw std::logic_error("replay: gradients taken out of order");
+        if (!running_[l].valid()) start(l, weights);
+        next_[l].pop_front();
+        --in_flight_;
+        return running_[l].get();
+    }
+    // Starts the gradients of the events from `from` on (a window ahead) whose weights exist.
+    void start_ready(size_t from, const std::function<const float*(int64_t)>& weights_of) {
+        for (size_t j = from; j < events_.size() && j < from + 4 * static_cast<size_t>(workers_) && in_flight_ < workers_;
+             ++j) {
+            const ScheduleEvent& e = events_[j];
+            if (e.kind != ScheduleEvent::Kind::Gradient) continue;
+            const auto l = static_cast<size_t>(e.learner);
+            if (running_[l].valid() || next_[l].empty() || next_[l].front() != j) continue;
+            if (const float* w = weights_of(e.version)) start(l, w);
+        }
+    }
+
+private:
+    void start(size_t l, const float* weights) {
+        ReplayLearner& learner = learner_(static_cast<int>(l));  // built here, on this thread
+        const int threads = threads_;
+        running_[l] = std::async(std::launch::async, [&learner, weights, threads] {
+            omp_set_num_threads(threads);
+            nn::ParamStore& p = learner.run.params();
+            std::memcpy(p.values(), weights, sizeof(float) * p.size());
+            return learner.run.compute_gradient(learner.stream.next());
+        });
+        ++in_flight_;
+    }
+
+    const std::vector<ScheduleEvent>& events_;
+    std::function<ReplayLearner&(int)> learner_;
+    std::vector<std::deque<size_t>> next_;  // each learner's gradient events not yet taken
+    std::vector<std::future<double>> running_;
+    int workers_, threads_, in_flight_ = 0;
+};
+
 std::string record_file(const std::string& file_or_dir) {
     if (!fs::is_directory(file_or_dir)) return file_or_dir;
     const std::string path = dist::schedule_path(file_or_dir);
@@ -256,6 +323,11 @@ int run_replay(const DistOptions& options) {
     };
     keep_version();
     std::vector<std::unique_ptr<ReplayLearner>> learners(static_cast<size_t>(lambda));
+    ComputedAhead ahead(events, lambda, threads, [&](int l) -> ReplayLearner& {
+        auto& learner = learners[static_cast<size_t>(l)];
+        if (!learner) learner = std::make_unique<ReplayLearner>(s, sets, l, o.data.decode_threads);
+        return *learner;
+    });
     const auto started = std::chrono::steady_clock::now();
     size_t done = 0, next_report = events.size() / 10;
     for (size_t i = 0; i < events.size(); ++i) {
@@ -271,17 +343,17 @@ int run_replay(const DistOptions& options) {
                     throw std::runtime_error("a gradient on weights version " + std::to_string(e.version) +
                                              ", which the replay's update rule did not make (it is at " +
                                              std::to_string(rule.timestamp()) + ")");
-                auto& learner = learners[static_cast<size_t>(e.learner)];
-                if (!learner) learner = std::make_unique<ReplayLearner>(s, sets, e.learner, o.data.decode_threads);
-                nn::ParamStore& lp = learner->run.params();
-                std::memcpy(lp.values(), version->second.data(), sizeof(float) * lp.size());
+                epochs.loss(ahead.take(i, version->second.data()));
                 if (last_use[e.version] == i) versions.erase(version);
-                epochs.loss(learner->run.compute_gradient(learner->stream.next()));
                 ++done;
-                if (rule.add_gradient(e.learner, e.version, lp.grads())) {
+                if (rule.add_gradient(e.learner, e.version, ahead.learner(e.learner).run.params().grads())) {
                     keep_version();
                     epochs.after_update(rule, params, e.time_s);
                 }
+                ahead.start_ready(i + 1, [&](int64_t v) {
+                    const auto it = versions.find(v);
+                    return it == versions.end() ? nullptr : it->second.data();
+                });
             } else if (e.kind == ScheduleEvent::Kind::Live) {
                 rule.set_live_learners(e.learner);
             } else if (rule.update_if_complete()) {
