@@ -39,11 +39,11 @@ no_leftovers readme
 
 # 2. A second run into that folder is refused, naming what is there and the ways on; the first
 # run's files are byte for byte as they were. Under plain mpiexec rank 0 warns about the launch.
-( cd "$work/readme" && md5sum metrics.jsonl final.rudra checkpoint.rudra staleness.json ) >"$work/before.md5"
+( cd "$work/readme" && md5sum metrics.jsonl final.rudra checkpoint.rudra staleness.json schedule.txt ) >"$work/before.md5"
 timeout -k 5 60 mpiexec -n 4 "$rudra" dist "$solver" "${common[@]}" --epochs 1 -o "$work/readme" >"$work/again.log" 2>&1
 rc=$?
 [ "$rc" = 1 ] && pass || fail "again: exit $rc, wanted 1"
-grep -qF "$work/readme: the output folder holds another run's files (checkpoint.rudra, final.rudra, metrics.jsonl, staleness.json)" \
+grep -qF "$work/readme: the output folder holds another run's files (checkpoint.rudra, final.rudra, metrics.jsonl, schedule.txt, staleness.json)" \
   "$work/again.log" && grep -qF -- "--resume $work/readme" "$work/again.log" && grep -qF -- "--overwrite" "$work/again.log" &&
   pass || { fail "again: the refusal names the files and the ways on"; cat "$work/again.log"; }
 ( cd "$work/readme" && md5sum -c --quiet "$work/before.md5" ) && pass || fail "again: the first run's files changed"

@@ -70,23 +70,8 @@ public:
           epochs_(o.epochs),
           started_(std::chrono::steady_clock::now()),
           next_(s.start_samples / std::max<int64_t>(1, epoch_samples_) + 1) {
-        nlohmann::ordered_json start{{"event", "start"},
-                                     {"time", utc_now()},
-                                     {"solver", o.solver},
-                                     {"protocol", o.protocol},
-                                     {"n", o.n},
-                                     {"learners", protocol.learners()},
-                                     {"batch", o.batch},
-                                     {"mode", learner_mode_name(o.mode)},
-                                     {"epochs", o.epochs},
-                                     {"lr_modulation", o.lr_modulation},
-                                     {"momentum_compensation", o.momentum_compensation},
-                                     {"warm_start", o.warm_start},
-                                     {"base_lr", s.spec.solver.lr.base_lr},
-                                     {"momentum", s.spec.solver.momentum},
-                                     {"train_images", sets.train.size()},
-                                     {"test_images", sets.test.size()},
-                                     {simulated ? "virtual_cluster" : "replay_of", record}};
+        nlohmann::ordered_json start = start_line("start", o, s, sets, protocol.learners());
+        start[simulated ? "virtual_cluster" : "replay_of"] = record;
         log_.write(start);
     }
     // The last epoch has ended: a real run's PS takes no gradient after it.

@@ -123,6 +123,10 @@ std::string sgemm_identity();
 Setup read_setup(const DistOptions& o);
 // The PS's update rule settings for a run of `batch` samples per gradient.
 dist::UpdateRuleConfig rule_config(const DistOptions& o, const Setup& s, const dist::Protocol& protocol, int batch);
+// metrics.jsonl's first line ("start", or "resume"): the run's settings and data set sizes; the
+// statistics server's and a replay's add their own fields.
+nlohmann::ordered_json start_line(const char* event, const DistOptions& o, const Setup& s,
+                                  const data::TrainTest& sets, int learners);
 // The seed of a learner's own sample stream (base's learners are streams 2, 3, ...).
 uint64_t sample_stream_seed(uint64_t run_seed, int stream);
 std::vector<int> ranks_from(int first, int size);

@@ -46,6 +46,26 @@ int64_t trim_metrics(const std::string& path, int64_t checkpoint_epoch) {
 
 }  // namespace
 
+nlohmann::ordered_json start_line(const char* event, const DistOptions& o, const Setup& s,
+                                  const data::TrainTest& sets, int learners) {
+    return {{"event", event},
+            {"time", utc_now()},
+            {"solver", o.solver},
+            {"protocol", o.protocol},
+            {"n", o.n},
+            {"learners", learners},
+            {"batch", o.batch},
+            {"mode", learner_mode_name(o.mode)},
+            {"epochs", o.epochs},
+            {"lr_modulation", o.lr_modulation},
+            {"momentum_compensation", o.momentum_compensation},
+            {"warm_start", o.warm_start},
+            {"base_lr", s.spec.solver.lr.base_lr},
+            {"momentum", s.spec.solver.momentum},
+            {"train_images", sets.train.size()},
+            {"test_images", sets.test.size()}};
+}
+
 int run_stats_role(const RoleContext& c) {
     const DistOptions& o = c.o;
     const Setup& s = c.s;
@@ -59,22 +79,7 @@ int run_stats_role(const RoleContext& c) {
     dist::StatsConfig sc;
     if (s.resume) sc.last_logged_epoch = trim_metrics(metrics_path, s.resume->epoch());
     session::MetricsLog log(metrics_path, s.resume.has_value());
-    nlohmann::ordered_json start{{"event", s.resume ? "resume" : "start"},
-                                 {"time", utc_now()},
-                                 {"solver", o.solver},
-                                 {"protocol", o.protocol},
-                                 {"n", o.n},
-                                 {"learners", lambda},
-                                 {"batch", o.batch},
-                                 {"mode", learner_mode_name(o.mode)},
-                                 {"epochs", o.epochs},
-                                 {"lr_modulation", o.lr_modulation},
-                                 {"momentum_compensation", o.momentum_compensation},
-                                 {"warm_start", o.warm_start},
-                                 {"base_lr", s.spec.solver.lr.base_lr},
-                                 {"momentum", s.spec.solver.momentum},
-                                 {"train_images", sets.train.size()},
-                                 {"test_images", sets.test.size()}};
+    nlohmann::ordered_json start = start_line(s.resume ? "resume" : "start", o, s, sets, lambda);
     if (s.resume) {
         start["checkpoint"] = s.resume->path;
         start["from_epoch"] = s.resume->epoch();
