@@ -252,7 +252,7 @@ int run_replay(const DistOptions& options) {
     if (!o.given.count("--output")) o.output = (run_dir / "replay").string();
     const int threads = header_field<int>(rec.header, "threads", path);
     o.kernels.conv = header_field<std::string>(rec.header, "conv_backend", path);
-    // A virtual cluster's record (simulated times) names no kernels: its gradients are first computed here.
+    // A virtual cluster's record (simulated times) names no sgemm: its gradients are first computed here.
     const bool simulated = rec.header.contains("simulated");
     const std::string recorded_sgemm = simulated ? std::string() : header_field<std::string>(rec.header, "sgemm", path);
     if (threads < 1) throw std::runtime_error(path + ":1: \"threads\" must be at least 1");
