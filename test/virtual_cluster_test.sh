@@ -2,7 +2,7 @@
 # The virtual cluster (bench/simulate/virtual_cluster.py): the simulator's schedule of a described
 # cluster, computed for real by `rudra dist --replay` in one process. The same arguments give the
 # same bytes, another seed others; the staleness the rule counts is the simulator's, histogram for
-# histogram; the epoch lines carry the simulated time; the output reads as a run's.
+# histogram; the epoch lines carry the simulated time; the sweep's collection reads the output as a run's.
 # Usage: virtual_cluster_test.sh RUDRA_BINARY SOURCE_DIR
 . "$(dirname "$0")/harness.sh" "$@"
 mpi_test_setup
@@ -46,6 +46,10 @@ PY
 done
 grep -q '"event":"start".*"virtual_cluster":"' "$work/s4/metrics.jsonl" && pass || fail "s4: the start line names the virtual cluster"
 timeout 60 "$rudra" test "$solver" "$work/s4/final.rudra" --data "$data" >/dev/null 2>&1 && pass || fail "s4: final.rudra readable"
+# The sweep's collection reads the virtual runs' folders as runs': 4 runs of 2 epochs.
+if python3 "$src/tools/sweep/sweep.py" collect "$work" >"$work/collect.log" 2>&1; then pass
+else fail "sweep.py collect"; cat "$work/collect.log"; fi
+grep -q "^collect: 4 runs, 8 epoch rows" "$work/collect.log" && pass || { fail "collect: 4 runs, 8 epoch rows"; cat "$work/collect.log"; }
 # Its folder holds a run: a second virtual run there is refused.
 timeout 60 python3 "$vc" "$work/s4" --rudra "$rudra" --solver "$solver" --data "$data" --batch 16 --learners 4 \
   "${cluster[@]}" >"$work/again.log" 2>&1

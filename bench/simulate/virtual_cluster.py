@@ -6,8 +6,9 @@ learner's gradient reaches the parameter server, and so which weights version ea
 computed on and how stale it is; it writes that schedule as a record (OUT/schedule.txt, the format
 a real run's PS writes, with each gradient's simulated time), and `rudra dist --replay` computes
 every gradient for real, each learner on its own sample stream and seed, on the weights it held,
-and applies them with the PS's update rule. OUT gets what a run gets: metrics.jsonl (its elapsed
-times simulated), staleness.json and final.rudra, so that the sweeps and plots read it unchanged.
+and applies them with the PS's update rule. OUT gets what a sweep's run gets: metrics.jsonl (its elapsed
+times simulated), staleness.json, final.rudra and manifest.json, so that `sweep.py collect` and the
+plots read it unchanged.
 The same arguments give the same bytes.
 
   virtual_cluster.py OUT --learners 30 --protocol softsync --n 1 --batch 32 --epochs 3 \\
@@ -25,6 +26,7 @@ import os
 import struct
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import simulate  # noqa: E402
@@ -75,6 +77,22 @@ def write_record(path, header, taken):
     os.replace(tmp, path)
 
 
+def write_manifest(a, sim, argv):
+    """The manifest a sweep's run has (tools/sweep/sweep.py), so that `sweep.py collect` reads the
+    virtual run's folder as a run's."""
+    options = [x for x in argv if x != a.out]
+    manifest = {"name": os.path.basename(os.path.normpath(a.out)), "grid_line": " ".join(options),
+                "ranks": sim.learners + 2, "solver": os.path.abspath(a.solver), "options": options,
+                "arguments": [os.path.abspath(__file__)] + list(argv), "warm_start_from": None,
+                "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": os.uname().nodename,
+                "slurm_job": os.environ.get("SLURM_JOB_ID"), "virtual_cluster": True}
+    tmp = os.path.join(a.out, "manifest.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(manifest, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, os.path.join(a.out, "manifest.json"))
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                                 add_help=False)
@@ -90,11 +108,11 @@ def main(argv=None):
     p.add_argument("--momentum-compensation", action="store_true")
     p.add_argument("--rudra", default=os.path.join(ROOT, "build/rudra"))
     p.add_argument("-h", "--help", action="store_true")
-    a, rest = p.parse_known_args(argv)
-    if a.help:
+    if {"-h", "--help"} & set(sys.argv[1:] if argv is None else argv):
         p.print_help()
-        print("\nThe cluster (simulate.py's options):")
-        simulate.parse(["--help"])
+        print("\nThe cluster (simulate.py's options):\n")
+        simulate.parse(["--help"])  # exits
+    a, rest = p.parse_known_args(argv)
     sim = simulate.parse(rest + ["--updates", "1"])  # the count is set below
     a.seed = sim.seed
     if sim.topology != "base":
@@ -118,6 +136,7 @@ def main(argv=None):
                             "seconds": result["seconds"], "overlap_ratio": result["overlap_ratio"],
                             "histogram": result["histogram"]}}
     write_record(os.path.join(a.out, "schedule.txt"), header, model.taken_log)
+    write_manifest(a, sim, sys.argv[1:] if argv is None else argv)
     print(f"virtual cluster: {result['protocol']}, {sim.learners} learners, {sim.mode}: {result['updates']} updates in "
           f"{result['seconds']:.1f} simulated s, staleness mean {result['staleness_mean']:.2f} max "
           f"{result['staleness_max']}; computing the {len(model.taken_log)} gradients", flush=True)
