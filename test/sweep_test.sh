@@ -3,7 +3,7 @@
 # counts, one short epoch each, run one after another, each in its own folder with a manifest;
 # run again, nothing is redone; a failing run makes the sweep fail and is tried again next time;
 # collected into one CSV and drawn as PNG files; grid files with mistakes are refused with the
-# file and line. (test/slurm_test.sh runs a sweep as a Slurm job array.)
+# file and line; the grid again on the virtual cluster. (test/slurm_test.sh runs a sweep as a Slurm job array.)
 # Usage: sweep_test.sh RUDRA_BINARY SOURCE_DIR
 . "$(dirname "$0")/harness.sh" "$@"
 mpi_test_setup
@@ -118,4 +118,13 @@ bad_grid "g.txt:3: the label [w] is already line 2's" "[w] --learners 2" "[w] --
 printf '%s\n' "solver: $solver" "--learners 2" >g.txt
 "${sweep[@]}" run g.txt out --index 7 >g.log 2>&1
 grep -q -- "--index 7: the grid has runs 0 to 0" g.log && pass || fail "--index out of range"
+# The same grid on the virtual cluster (--virtual): one process per run, the runs' folders
+# collected as the real runs' are.
+if timeout 600 "${sweep[@]}" run grid.txt vout --rudra "$rudra" --virtual "--compute-ms 6.5 --model-bytes 334032" \
+    >virtual.log 2>&1; then pass
+else fail "sweep run --virtual: exit $?"; cat virtual.log; fi
+[ "$(ls vout/*/final.rudra vout/*/schedule.txt 2>/dev/null | wc -l)" = 8 ] && pass || fail "--virtual: 4 runs' final.rudra and schedule.txt"
+grep -q '"simulated"' vout/learners_3_protocol_softsync_n_1-*/schedule.txt && pass || fail "--virtual: a simulated schedule"
+"${sweep[@]}" collect vout >vcollect.log 2>&1 && grep -q "^collect: 4 runs, 4 epoch rows" vcollect.log && pass ||
+  { fail "--virtual: collect"; cat vcollect.log; }
 finish

@@ -55,7 +55,7 @@ def settings(a, sim):
             "mean": "", "bad_image": "stop", "protocol": sim.protocol, "n": sim.n, "backup": 0,
             "max_staleness": -1, "k": 0, "batch": a.batch, "epochs": a.epochs, "mode": sim.mode,
             "lr_modulation": a.lr_modulation, "momentum_compensation": a.momentum_compensation,
-            "reference_batch": 0, "base_lr": a.base_lr, "momentum": -1.0, "seed": a.seed, "warm_start": "",
+            "reference_batch": a.reference_batch, "base_lr": a.base_lr, "momentum": a.momentum, "seed": a.seed, "warm_start": "",
             "tau": 1, "beta": 0.0, "topology": "base", "ranks_per_node": 0, "fan_out": 0,
             "broadcast_fan_out": 2, "learners": sim.learners}
 
@@ -104,6 +104,9 @@ def main(argv=None):
     p.add_argument("--batch", type=int, required=True, help="mu, each learner's mini-batch")
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--base-lr", type=float, default=0.0, help="alpha0 (0: the solver's)")
+    p.add_argument("--momentum", type=float, default=-1.0, help="the PS's momentum (< 0: the solver's)")
+    p.add_argument("--reference-batch", type=int, default=0,
+                   help="B in hardsync's alpha0 * sqrt(lambda * mu / B) (0: the Data layer's)")
     p.add_argument("--lr-modulation", default="", choices=["", "none", "average", "per-gradient"])
     p.add_argument("--momentum-compensation", action="store_true")
     p.add_argument("--rudra", default=os.path.join(ROOT, "build/rudra"))

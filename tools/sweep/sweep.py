@@ -29,7 +29,8 @@ mpiexec -disable-auto-cleanup, so that a lost learner is survived where the prot
 
   sweep.py list GRID [--stages]      the runs, numbered from 0 (a job array's task ids); with
                                      --stages, their numbers by stage (warm starts after sources)
-  sweep.py run GRID OUT [--index I]  every run not done (or run I), one after another
+  sweep.py run GRID OUT [--index I]  every run not done (or run I), one after another; with
+           [--virtual CLUSTER]       --virtual, on the virtual cluster (bench/simulate/virtual_cluster.py)
   sweep.py command GRID OUT --index I
                                      write run I's manifest; print its rank count, folder and
                                      `rudra dist` arguments, one per line, --resume or
@@ -47,6 +48,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -237,6 +239,14 @@ def dist_arguments(run, folder):
     return [solver] + options + ["-o", folder]
 
 
+def virtual_command(run, folder, rudra, cluster):
+    """--virtual: the run on bench/simulate/virtual_cluster.py, its learners on the cluster that
+    `cluster` describes (simulate.py's options), trained for real in one process."""
+    options, solver = absolute_paths(resolve_warm_start(run["options"], run, os.path.dirname(folder)), run["solver"])
+    return [sys.executable, os.path.join(SOURCE, "bench", "simulate", "virtual_cluster.py"), folder,
+            "--learners", str(run["ranks"] - 2), "--solver", solver, "--rudra", rudra] + shlex.split(cluster) + options
+
+
 def source_not_done(run, out):
     """Why a run cannot start yet (its warm start's source has no final model), or None."""
     src = run["after"]
@@ -314,9 +324,15 @@ def cmd_run(a):
             failed += 1
             print(f"sweep: [{k}/{len(todo)}] run {i} skipped: {why}", flush=True)
             continue
-        args = start_arguments(folder) + dist_arguments(run, folder)
+        if a.virtual is not None:
+            # Deterministic: a virtual run that stopped starts again from nothing.
+            if state(folder) != "done" and os.path.isdir(folder):
+                shutil.rmtree(folder)
+            args = launch = virtual_command(run, folder, rudra, a.virtual)
+        else:
+            args = start_arguments(folder) + dist_arguments(run, folder)
+            launch = shlex.split(a.launcher) + ["-n", str(run["ranks"]), rudra, "dist"] + args
         write_manifest(run, folder, args)
-        launch = shlex.split(a.launcher) + ["-n", str(run["ranks"]), rudra, "dist"] + args
         log = os.path.join(folder, "run.log")
         print(f"sweep: [{k}/{len(todo)}] run {i} ({run['ranks']} ranks{', resumed' if resume else ''}): "
               f"{run['name']}", flush=True)
@@ -324,6 +340,8 @@ def cmd_run(a):
         with open(log, "a") as f:
             rc = subprocess.call(launch, stdout=f, stderr=subprocess.STDOUT)
         took = time.time() - t0
+        if a.virtual is not None and os.path.isdir(folder):
+            write_manifest(run, folder, args)  # in place of the virtual cluster's own
         if rc == 0 and state(folder) == "done":
             print(f"sweep:   done in {took:.1f} s", flush=True)
         else:
@@ -484,6 +502,10 @@ def main():
             s.add_argument("--rudra", default=os.path.join(SOURCE, "build", "rudra"), help="the rudra binary")
             s.add_argument("--launcher", default="mpiexec -disable-auto-cleanup",
                            help="MPI launcher, given -n RANKS (default mpiexec -disable-auto-cleanup)")
+            s.add_argument("--virtual", metavar="CLUSTER",
+                           help="run each line on the virtual cluster (bench/simulate/virtual_cluster.py) in one "
+                                "process, the cluster described by simulate.py's options in one string, e.g. "
+                                "'--compute-ms 6.5 --model-bytes 334032'; a line's own such options override these")
         s.set_defaults(fn=fn)
     s = sub.add_parser("collect", help="every run's epochs in one CSV")
     s.add_argument("out")
