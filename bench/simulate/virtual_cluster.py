@@ -123,11 +123,10 @@ def main(argv=None):
     if a.batch < 1 or a.epochs < 1:
         p.error("--batch and --epochs must be at least 1")
     images = train_images(a.data, a.train_limit)
-    per_update = sim.learners if sim.protocol == "hardsync" else (
-        1 if sim.protocol == "async" else max(1, sim.learners // sim.n))
-    # The PS ends the run at the update that reaches epochs x images samples.
-    sim.updates = math.ceil(a.epochs * images / (per_update * a.batch))
     model = simulate.make(sim)
+    # The PS ends the run at the update that reaches epochs x images samples; the model reads its
+    # length when it runs, and knows how many gradients an update takes.
+    sim.updates = math.ceil(a.epochs * images / (model.per_update * a.batch))
     model.taken_log = []
     result = model.run()
     if os.path.exists(os.path.join(a.out, "metrics.jsonl")):
