@@ -1,6 +1,7 @@
 // The parameter server's rank of a `rudra dist` job under hardsync, softsync, async and EASGD (and
 // the root of adv and adv*'s trees): its session and update rule, checkpoints, the final snapshot
 // and staleness file, and the end of the job when a learner is lost.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -94,8 +95,10 @@ int end_of_run(const DistOptions& o, const dist::PsResult& r, const dist::Stalen
                      : r.end == dist::PsResult::End::Stopped ? session::kExitStopped
                                                              : session::kExitLearnerLost;
     if (!r.lost_ranks.empty()) {
+        std::vector<int> lost = r.lost_ranks;  // in rank order: the order they were noticed in varies
+        std::sort(lost.begin(), lost.end());
         std::string ranks;
-        for (int rank : r.lost_ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
+        for (int rank : lost) ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
         say("PS: ending the job (rank " + ranks + " lost) with exit code " + std::to_string(code));
         mpi.peer_lost();
         dist::MpiSession::end_job(code);
