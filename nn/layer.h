@@ -59,6 +59,9 @@ public:
     virtual bool can_run_in_place() const { return false; }
     // Layers with randomness (dropout) take a seed from the net.
     virtual void seed(uint64_t) {}
+    // Advances the layer's random stream past `passes` training passes: a learner that goes on
+    // from the middle of its run draws what it would have drawn there.
+    virtual void skip_passes(uint64_t /*passes*/) {}
     // The kernel backend the layer runs on and why, for `rudra time` ("" when it has no choice).
     virtual std::string backend() const { return ""; }
 

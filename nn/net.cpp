@@ -248,6 +248,10 @@ void Net::bind_values(float* arena) {
         for (size_t i = 0; i < e.param_offsets.size(); ++i) e.layer->rebind_values(i, bound_values_ + e.param_offsets[i]);
 }
 
+void Net::skip_passes(uint64_t passes) {
+    for (auto& e : layers_) e.layer->skip_passes(passes);
+}
+
 void Net::forward_layer(size_t i) {
     LayerEntry& e = layers_[i];
     e.layer->forward(e.bottom_ptrs, e.top_ptrs);

@@ -38,6 +38,8 @@ public:
     void backward(const std::function<void(size_t layer)>& after_layer);
     void forward_layer(size_t i);
     void backward_layer(size_t i);
+    // The layers' random streams (dropout) as after `passes` forward passes.
+    void skip_passes(uint64_t passes);
 
     size_t num_layers() const { return layers_.size(); }
     const Layer& layer(size_t i) const { return *layers_[i].layer; }

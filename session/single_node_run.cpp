@@ -58,6 +58,7 @@ void resume_single_node(TrainingSession& run, const std::string& snapshot, uint6
     run.restore(s, snapshot, TrainingSession::History::Required);
     config.start_iter = static_cast<int64_t>(s.iteration);
     config.start_position = s.samples_seen;
+    run.skip_passes(s.samples_seen / static_cast<uint64_t>(run.batch()));  // its dropout masks go on too
     if (s.data_seed != seed) notes.push_back("resuming with the snapshot's data seed " + std::to_string(s.data_seed));
     config.data_seed = s.data_seed;  // a resumed run keeps the stream it was drawing from
 }

@@ -89,6 +89,9 @@ public:
     double compute_gradient(const data::Batch& batch);
     // The same, calling after_layer(i) as each layer's backward pass ends (nn::Net::backward).
     double compute_gradient(const data::Batch& batch, const std::function<void(size_t layer)>& after_layer);
+    // The TRAIN net's random streams as after `gradients` gradients: a learner that starts at a
+    // position of its sample stream other than the first draws its dropout masks from there too.
+    void skip_passes(uint64_t gradients) { train_net().skip_passes(gradients); }
     // compute_gradient, then the solver's update as iteration `iteration` of its schedule.
     double step(const data::Batch& batch, int64_t iteration);
     // Top-1 and top-5 accuracy, each Accuracy layer's, and the mean cross-entropy of the current

@@ -37,6 +37,16 @@ expect "resume to two epochs" "$rudra" train "$solver" --data "$data" --epochs 2
 grep -q '"resumed_from":"'"$snap"'"' "$work/run/metrics.jsonl" && pass || fail "resume recorded"
 [ -f "$work/run/cifar10_full_28_iter_20.rudra" ] && pass || fail "resumed run ends at iteration 20"
 
+# With dropout too, a resumed run ends with the bytes of one never stopped: the masks go on
+# from where the first part left them.
+dropout_net "$work/dropnet" && pass || fail "dropnet: no dropout layer"
+expect "dropout, 2 epochs" "$rudra" train "$work/dropnet/cifar10_full_28_solver.prototxt" --data "$data" --epochs 2 -o "$work/drop2"
+expect "dropout, 1 epoch" "$rudra" train "$work/dropnet/cifar10_full_28_solver.prototxt" --data "$data" --epochs 1 -o "$work/drop1"
+expect "dropout, resumed to 2 epochs" "$rudra" train "$work/dropnet/cifar10_full_28_solver.prototxt" --data "$data" \
+  --epochs 2 -o "$work/drop1" --resume "$work/drop1/cifar10_full_28_iter_10.rudra"
+cmp -s "$work/drop2/cifar10_full_28_iter_20.rudra" "$work/drop1/cifar10_full_28_iter_20.rudra" && pass ||
+  fail "dropout: the resumed run's iteration-20 snapshot differs from the straight run's"
+
 expect "test a snapshot" "$rudra" test "$solver" "$work/run/cifar10_full_28_iter_20.rudra" --data "$data"
 grep -q "test_accuracy" "$work/out" && pass || fail "test prints accuracy"
 acc=$(sed -n 's/.*test_accuracy \([0-9.]*\).*/\1/p' "$work/out")

@@ -26,6 +26,14 @@ run hardsync_again 5 --protocol hardsync
 cmp -s "$work/hardsync/final.rudra" "$work/hardsync_again/final.rudra" && pass ||
   fail "hardsync: two runs with the same seed end with different weights"
 grep -q '"max":0,' "$work/hardsync/staleness.json" && pass || fail "hardsync: staleness always 0"
+# With dropout, a run resumed after its first epoch ends with the straight run's weights: each
+# learner's masks go on from where they were.
+dropout_net "$work/dropnet" && pass || fail "dropnet: no dropout layer"
+solver=$work/dropnet/cifar10_full_28_solver.prototxt run drop_straight 4 --protocol hardsync
+solver=$work/dropnet/cifar10_full_28_solver.prototxt epochs=1 run drop_resumed 4 --protocol hardsync --epochs 1
+if timeout -k 5 180 mpiexec -n 4 "$rudra" dist --resume "$work/drop_resumed" --epochs 2 >"$work/drop_resumed2.log" 2>&1 &&
+    cmp -s "$work/drop_straight/final.rudra" "$work/drop_resumed/final.rudra"; then pass
+else fail "hardsync with dropout: the resumed run's weights differ from the straight run's"; tail -3 "$work/drop_resumed2.log"; fi
 # Traffic: a last line with every rank's counts; the PS answered pulls with weights or "nothing newer".
 # Each rank's start-up time and resident memory come first.
 tail -1 "$work/hardsync/metrics.jsonl" | grep -q '^{"event":"traffic","ranks":\[{"rank":0,"role":"parameter server","ready_s":[0-9.]*,"startup_s":[0-9.]*,"resident_mb":[1-9][0-9.]*,"private_mb":[1-9][0-9.]*,"sent_messages":[1-9][0-9]*,[^}]*"weight_replies":[1-9][0-9]*,"empty_replies":[0-9]*},{"rank":1,"role":"statistics server","ready_s".*{"rank":4,"role":"learner","ready_s"' &&

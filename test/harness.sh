@@ -34,6 +34,16 @@ mkdata() {  # mkdata DIR PREFIX COUNT SEED
     }' "$@"
 }
 
+# cifar10_full_28 with a dropout layer before ip1, in DIR (its solver DIR/cifar10_full_28_solver.prototxt).
+dropout_net() {  # dropout_net DIR
+  mkdir -p "$1"
+  cp "$src/models/cifar10_full_28/cifar10_full_28_solver.prototxt" "$1/"
+  awk '/^  name: "ip1"/ && !done { print "  name: \"drop3\"\n  type: \"Dropout\"\n  bottom: \"pool3\"\n  top: \"pool3\"";
+    print "  dropout_param { dropout_ratio: 0.3 }\n}\nlayer {"; done = 1 } { print }' \
+    "$src/models/cifar10_full_28/cifar10_full_28_train_test.prototxt" >"$1/cifar10_full_28_train_test.prototxt"
+  grep -q '"drop3"' "$1/cifar10_full_28_train_test.prototxt"
+}
+
 # The small IDX set of the MPI tests (960 training and 200 test images) in $work/data, the solver
 # they train, and one OpenMP thread per rank.
 mpi_test_setup() {

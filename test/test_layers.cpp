@@ -572,6 +572,30 @@ TEST_CASE("dropout on a large blob: the ratio holds, masks follow the seed, not 
     CHECK(std::fabs(static_cast<double>(same_zero) / n - 0.09) < 0.005);
 }
 
+TEST_CASE("dropout skip_passes: a layer that skips k passes draws the mask of pass k+1") {
+    LayerHarness h("name: 'd' type: 'Dropout' bottom: 'x' top: 'y' dropout_param { dropout_ratio: 0.5 }", {Shape{2, 500}});
+    std::fill(h.bottom(0).data, h.bottom(0).data + 1000, 1.0f);
+    const auto pass = [&] {
+        h.layer().forward({&h.bottom(0)}, {&h.top(0)});
+        return std::vector<float>(h.top(0).data, h.top(0).data + 1000);
+    };
+    h.layer().seed(11);
+    std::vector<std::vector<float>> masks;
+    for (int k = 0; k < 4; ++k) masks.push_back(pass());
+    for (uint64_t k = 0; k < 4; ++k) {
+        h.layer().seed(11);
+        h.layer().skip_passes(k);
+        CHECK(pass() == masks[k]);
+    }
+    CHECK(masks[2] != masks[3]);
+    // A TEST-phase dropout draws nothing, and skipping leaves it the identity.
+    LayerHarness te("name: 'd' type: 'Dropout' bottom: 'x' top: 'y'", {Shape{2, 5}}, Phase::Test);
+    te.layer().skip_passes(5);
+    std::fill(te.bottom(0).data, te.bottom(0).data + 10, 3.0f);
+    te.forward();
+    for (int i = 0; i < 10; ++i) CHECK(te.top(0).data[i] == 3.0f);
+}
+
 TEST_CASE("softmax and softmax loss: gradients and values") {
     std::mt19937 rng(11);
     LayerHarness sm("name: 's' type: 'Softmax' bottom: 'x' top: 'y'", {Shape{3, 5}});

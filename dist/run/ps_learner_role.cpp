@@ -52,6 +52,7 @@ PsFamilyLearner::PsFamilyLearner(const RoleContext& c, bool solver, int64_t mini
       prefetch(c.sets.train, run.train_transform(), run.batch(), sample_stream_seed(c.s.spec.seed, learner_stream(c)),
                static_cast<uint64_t>(minibatches_done) * static_cast<uint64_t>(run.batch()), c.binding.helper_thread,
                c.o.data.decode_threads, c.sets.skipped.get()) {
+    run.skip_passes(static_cast<uint64_t>(minibatches_done));
     const std::vector<int>& learners = c.s.layout.learners();
     if (kernels_measured_once(c) && c.transport.rank() == learners[0]) {
         const std::string chosen = run.resolved_kernels().conv;

@@ -55,6 +55,9 @@ public:
     const char* type() const override { return "Dropout"; }
     bool can_run_in_place() const override { return true; }
     void seed(uint64_t s) override { rng_.seed(s); }
+    void skip_passes(uint64_t passes) override {
+        if (phase_ == Phase::Train) rng_.discard(passes);  // one key per training pass
+    }
     std::vector<Shape> setup(const std::vector<Shape>& b) override {
         if (b.size() != 1) fail("needs one bottom");
         count_ = b[0].count();
