@@ -52,6 +52,7 @@ std::string checkpoint_metadata(const CheckpointFacts& f) {
     meta["protocol"] = f.method;
     meta["settings"] = f.settings;
     meta["rule"] = f.rule;
+    if (!f.state.is_null()) meta["state"] = f.state;
     return meta.dump();
 }
 

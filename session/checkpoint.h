@@ -26,6 +26,8 @@ struct CheckpointFacts {
     bool timed = true;
     double elapsed_s = 0.0;
     nlohmann::ordered_json settings, rule;
+    // More that the method needs to go on (a replay's place in its record), under "state"; null: none.
+    nlohmann::ordered_json state;
 };
 
 // The metadata text of a checkpoint with these facts.

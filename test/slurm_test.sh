@@ -165,6 +165,37 @@ python3 "$src/tools/sweep/sweep.py" plot "$work/sweep" >"$work/plot.log" 2>&1 &&
 if sweep_array again; then pass; else fail "sweep array again: exit $?"; fi
 [ "$(cat "$work"/again-*.out | grep -c 'is done')" = 4 ] && pass || { fail "sweep array again: every task done already"; cat "$work"/again-*.out; }
 
+# A grid on the virtual cluster (RUDRA_VIRTUAL), a process per task. Task 2, signalled after its
+# first epoch as at a time limit, stops with a checkpoint, requeues itself and goes on from it.
+cat >"$work/virtual-grid.txt" <<GRID
+solver: $solver
+all: --data $data --batch 16 --base-lr 0.01
+--learners 2 --protocol hardsync --epochs 1
+--learners 3 --protocol async --epochs 1
+--learners 4 --protocol softsync --n 1 --epochs 30
+GRID
+vjid=$(RUDRA="$rudra" RUDRA_SOURCE="$src" RUDRA_VIRTUAL="--compute-ms 6.5 --model-bytes 334032" timeout 30 sbatch \
+  --parsable --array=0-2 --ntasks=1 --overcommit --output="$work/virtual-%a.out" "$src/tools/slurm/rudra-sweep.sbatch" \
+  "$work/virtual-grid.txt" "$work/virtual")
+long=''
+for _ in $(seq 1200); do
+  long=$(ls -d "$work"/virtual/*epochs_30* 2>/dev/null | head -1)
+  grep -q '"epoch":1,' "$long/metrics.jsonl" 2>/dev/null && break
+  sleep 0.1
+done
+timeout 30 scancel --signal=USR1 --batch "${vjid}_2"
+# Slurm holds a requeued job for about two minutes.
+for _ in $(seq 720); do [ "$(ls "$work"/virtual/*/final.rudra 2>/dev/null | wc -l)" = 3 ] && break; sleep 0.5; done
+[ "$(ls "$work"/virtual/*/final.rudra 2>/dev/null | wc -l)" = 3 ] && pass ||
+  { fail "virtual sweep: 3 runs with final.rudra"; tail -5 "$work"/virtual-*.out; }
+grep -q "rudra-sweep: checkpoint at [0-9]* samples (from -1); requeueing" "$work/virtual-2.out" &&
+  grep -q "going on from $long/checkpoint.rudra" "$work/virtual-2.out" && pass ||
+  { fail "virtual sweep: task 2 stopped, requeued and resumed"; cat "$work/virtual-2.out"; }
+[ "$(grep -c '"event":"epoch"' "$long/metrics.jsonl")" = 30 ] && grep -q '"event":"resume"' "$long/metrics.jsonl" &&
+  pass || fail "virtual sweep: task 2's 30 epoch lines, each once, and its resume line"
+python3 "$src/tools/sweep/sweep.py" collect "$work/virtual" >"$work/vcollect.log" 2>&1 &&
+  grep -q "^collect: 3 runs, 32 epoch rows" "$work/vcollect.log" && pass || { fail "virtual sweep: collected"; cat "$work/vcollect.log"; }
+
 # A grid with a warm start, in stages as rudra-sweep.sbatch shows: one hardsync epoch, then two
 # runs that go on from its final model, an array that waits for the first (afterok).
 cat >"$work/warm-grid.txt" <<GRID

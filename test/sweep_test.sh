@@ -3,7 +3,8 @@
 # counts, one short epoch each, run one after another, each in its own folder with a manifest;
 # run again, nothing is redone; a failing run makes the sweep fail and is tried again next time;
 # collected into one CSV and drawn as PNG files; grid files with mistakes are refused with the
-# file and line; the grid again on the virtual cluster. (test/slurm_test.sh runs a sweep as a Slurm job array.)
+# file and line; the grid again on the virtual cluster, where a run stopped by a signal goes on
+# from its checkpoint. (test/slurm_test.sh runs a sweep as a Slurm job array.)
 # Usage: sweep_test.sh RUDRA_BINARY SOURCE_DIR
 . "$(dirname "$0")/harness.sh" "$@"
 mpi_test_setup
@@ -127,4 +128,27 @@ else fail "sweep run --virtual: exit $?"; cat virtual.log; fi
 grep -q '"simulated"' vout/learners_3_protocol_softsync_n_1-*/schedule.txt && pass || fail "--virtual: a simulated schedule"
 "${sweep[@]}" collect vout >vcollect.log 2>&1 && grep -q "^collect: 4 runs, 4 epoch rows" vcollect.log && pass ||
   { fail "--virtual: collect"; cat vcollect.log; }
+# A virtual run stopped by a signal goes on from its checkpoint when the sweep runs again, to the
+# bytes of one never stopped; one that left a folder without a checkpoint starts again.
+cat >vgrid.txt <<GRID
+solver: $solver
+all: --data data --batch 16 --epochs 3 --seed 3
+--learners 4 --protocol async --base-lr 0.01
+GRID
+vsweep() {  # vsweep OUT LOG
+  timeout 600 "${sweep[@]}" run vgrid.txt "$1" --rudra "$rudra" --virtual "--compute-ms 6.5 --model-bytes 334032" >"$2" 2>&1
+}
+vsweep vref vref.log && pass || { fail "--virtual, 3 epochs: exit $?"; cat vref.log; }
+name=$("${sweep[@]}" list vgrid.txt | cut -f3)
+mkdir -p "vstop/$name" && echo '{"event":"start"}' >"vstop/$name/metrics.jsonl"
+nice -n 10 timeout 600 "${sweep[@]}" run vgrid.txt vstop --rudra "$rudra" --virtual "--compute-ms 6.5 --model-bytes 334032" \
+  >vstop1.log 2>&1 &
+for _ in $(seq 1200); do grep -q '"epoch":1,' "vstop/$name/metrics.jsonl" 2>/dev/null && break; sleep 0.05; done
+pkill -TERM -f "dist --replay $work/vstop/$name"
+wait
+grep -q "exit 130" vstop1.log && [ -s "vstop/$name/checkpoint.rudra" ] && pass ||
+  { fail "--virtual: the run stopped with a checkpoint"; cat vstop1.log; }
+vsweep vstop vstop2.log && grep -q "run 0 (6 ranks, resumed)" vstop2.log && pass || { fail "--virtual: resumed"; cat vstop2.log; }
+cmp -s "vref/$name/final.rudra" "vstop/$name/final.rudra" && pass || fail "--virtual: the resumed run's final.rudra differs"
+[ "$(grep -c '"event":"epoch"' "vstop/$name/metrics.jsonl")" = 3 ] && pass || fail "--virtual: 3 epoch lines after the resume"
 finish

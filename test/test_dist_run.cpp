@@ -239,7 +239,7 @@ TEST_CASE("all-reduce roles: a stop checkpoints where the run stood; the resumed
                          doctest::Contains("a distributed run's checkpoint (allreduce)"), std::runtime_error);
     nn::Snapshot single_snapshot = ck.snapshot;
     single_snapshot.metadata = session::checkpoint_metadata(
-        {session::kSingleNode, "end", 1, false, 0.0, {{"learners", 1}}, {{"timestamp", 9}, {"samples", 72}, {"applied", {9}}}});
+        {session::kSingleNode, "end", 1, false, 0.0, {{"learners", 1}}, {{"timestamp", 9}, {"samples", 72}, {"applied", {9}}}, {}});
     const std::string single_path = (tmp.path() / "single.rudra").string();
     nn::write_snapshot(single_path, single_snapshot);
     CHECK_THROWS_WITH_AS(read_dist_checkpoint(single_path), doctest::Contains("a single-node run's checkpoint"),

@@ -2,13 +2,18 @@
 # The virtual cluster (bench/simulate/virtual_cluster.py): the simulator's schedule of a described
 # cluster, computed for real by `rudra dist --replay` in one process. The same arguments give the
 # same bytes, another seed others; the staleness the rule counts is the simulator's, histogram for
-# histogram; the epoch lines carry the simulated time; the sweep's collection reads the output as a run's.
+# histogram; the epoch lines carry the simulated time; one stopped by a signal goes on from its
+# checkpoint to the same bytes; the sweep's collection reads the output as a run's.
 # Usage: virtual_cluster_test.sh RUDRA_BINARY SOURCE_DIR
 . "$(dirname "$0")/harness.sh" "$@"
 mpi_test_setup
 vc=$src/bench/simulate/virtual_cluster.py
 cluster=(--compute-ms 6.5 --model-bytes 334032 --cores 2 --crowding-cost 0.03 --latency-us 1000 --message-us 2000)
 
+wait_for() {  # wait_for FILE PATTERN: at most 60 s
+  for _ in $(seq 1200); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done
+  return 1
+}
 virtual() {  # virtual NAME ARGS...
   local name=$1; shift
   if timeout 300 python3 "$vc" "$work/$name" --rudra "$rudra" --solver "$solver" --data "$data" --batch 16 --epochs 2 \
@@ -46,10 +51,34 @@ PY
 done
 grep -q '"event":"start".*"virtual_cluster":"' "$work/s4/metrics.jsonl" && pass || fail "s4: the start line names the virtual cluster"
 timeout 60 "$rudra" test "$solver" "$work/s4/final.rudra" --data "$data" >/dev/null 2>&1 && pass || fail "s4: final.rudra readable"
-# The sweep's collection reads the virtual runs' folders as runs': 4 runs of 2 epochs.
+# Stopped by a signal after its first epoch (the script's process becomes rudra's), it checkpoints
+# and exits 130; --resume goes on to a1's bytes, its metrics with each epoch once. (Niced, so that
+# this shell signals it before its second epoch ends.)
+nice -n 10 python3 "$vc" "$work/a1_stopped" --rudra "$rudra" --solver "$solver" --data "$data" --batch 16 --epochs 2 \
+  "${cluster[@]}" --learners 8 --protocol async --momentum-compensation --base-lr 0.002 --seed 1 \
+  >"$work/a1_stopped.log" 2>&1 &
+pid=$!
+wait_for "$work/a1_stopped.log" "^epoch 1/2" || fail "a1_stopped: no epoch 1"
+kill -TERM $pid
+wait $pid
+rc=$?
+[ $rc = 130 ] && [ -s "$work/a1_stopped/checkpoint.rudra" ] && pass ||
+  { fail "a1_stopped: exit $rc, not 130 with a checkpoint"; tail -5 "$work/a1_stopped.log"; }
+if timeout 300 python3 "$vc" "$work/a1_stopped" --resume --rudra "$rudra" >"$work/a1_resumed.log" 2>&1; then pass
+else fail "a1_stopped: --resume exit $?"; tail -5 "$work/a1_resumed.log"; fi
+for f in final.rudra staleness.json; do
+  cmp -s "$work/a1/$f" "$work/a1_stopped/$f" && pass || fail "a1_stopped: $f differs from a1's after the resume"
+done
+[ "$(grep -c '"event":"epoch"' "$work/a1_stopped/metrics.jsonl")" = 2 ] &&
+  grep -q '"event":"resume"' "$work/a1_stopped/metrics.jsonl" && pass || fail "a1_stopped: 2 epoch lines and a resume line"
+ls "$work/a1_stopped" | grep -q -e checkpoint -e replay-versions && fail "a1_stopped: its checkpoint left after the end" || pass
+timeout 60 python3 "$vc" "$work/s4" --resume --rudra "$rudra" >"$work/no_resume.log" 2>&1
+[ $? != 0 ] && grep -q "no checkpoint.rudra to go on from" "$work/no_resume.log" && pass ||
+  fail "--resume of a finished virtual run: refused"
+# The sweep's collection reads the virtual runs' folders as runs': 5 runs of 2 epochs.
 if python3 "$src/tools/sweep/sweep.py" collect "$work" >"$work/collect.log" 2>&1; then pass
 else fail "sweep.py collect"; cat "$work/collect.log"; fi
-grep -q "^collect: 4 runs, 8 epoch rows" "$work/collect.log" && pass || { fail "collect: 4 runs, 8 epoch rows"; cat "$work/collect.log"; }
+grep -q "^collect: 5 runs, 10 epoch rows" "$work/collect.log" && pass || { fail "collect: 5 runs, 10 epoch rows"; cat "$work/collect.log"; }
 # Its folder holds a run: a second virtual run there is refused.
 timeout 60 python3 "$vc" "$work/s4" --rudra "$rudra" --solver "$solver" --data "$data" --batch 16 --learners 4 \
   "${cluster[@]}" >"$work/again.log" 2>&1

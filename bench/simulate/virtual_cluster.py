@@ -14,6 +14,11 @@ The same arguments give the same bytes.
   virtual_cluster.py OUT --learners 30 --protocol softsync --n 1 --batch 32 --epochs 3 \\
       --compute-ms 12 --model-bytes 334000 [simulate.py's cluster options] \\
       [--solver SOLVER] [--data DIR] [--seed S] [--rudra build/rudra]
+  virtual_cluster.py OUT --resume [--rudra build/rudra]
+
+Like a run, the training checkpoints at each epoch's end, every 10 minutes and when a signal
+(SIGTERM, SIGINT, SIGHUP, SIGUSR2) stops it, with exit code 130; --resume goes on from
+OUT/checkpoint.rudra to the bytes an uninterrupted run gives.
 
 Not modelled here: the adv and adv* trees (their leaf PSs add sums), backups, K-sync and the
 staleness bound (simulate.py has none of them), EASGD and the decentralized methods.
@@ -24,7 +29,6 @@ import json
 import math
 import os
 import struct
-import subprocess
 import sys
 import time
 
@@ -93,7 +97,44 @@ def write_manifest(a, sim, argv):
     os.replace(tmp, os.path.join(a.out, "manifest.json"))
 
 
+def remove_run(out):
+    """A run's files in its folder (a sweep's run.log stays)."""
+    if not os.path.isdir(out):
+        return
+    for name in os.listdir(out):
+        if name in ("metrics.jsonl", "staleness.json", "schedule.txt", "schedule.txt.tmp", "manifest.json") or \
+                name.endswith(".rudra") or name.endswith(".rudra.tmp"):
+            os.remove(os.path.join(out, name))
+
+
+def train(command):
+    """The training itself, in this process's place: a stop signal (a batch system's) reaches
+    `rudra dist --replay`, which checkpoints, and its exit code is this script's."""
+    sys.stdout.flush()
+    env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
+    try:
+        os.execve(command[0], command, env)
+    except OSError as e:
+        sys.exit(f"virtual_cluster.py: cannot run {command[0]}: {e.strerror}")
+
+
+def resume(argv):
+    p = argparse.ArgumentParser(prog="virtual_cluster.py OUT --resume")
+    p.add_argument("out")
+    p.add_argument("--resume", action="store_true", required=True)
+    p.add_argument("--rudra", default=os.path.join(ROOT, "build/rudra"))
+    a = p.parse_args(argv)
+    for f in ("schedule.txt", "checkpoint.rudra"):
+        if not os.path.exists(os.path.join(a.out, f)):
+            sys.exit(f"{a.out}: no {f} to go on from (--resume goes on with a virtual cluster stopped after its "
+                     f"first checkpoint)")
+    return train([a.rudra, "dist", "--replay", a.out, "--resume", a.out])
+
+
 def main(argv=None):
+    args = sys.argv[1:] if argv is None else argv
+    if "--resume" in args:
+        return resume(args)
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                                 add_help=False)
     p.add_argument("out", help="the run's folder (created; refused when it holds a run)")
@@ -110,6 +151,7 @@ def main(argv=None):
     p.add_argument("--lr-modulation", default="", choices=["", "none", "average", "per-gradient"])
     p.add_argument("--momentum-compensation", action="store_true")
     p.add_argument("--rudra", default=os.path.join(ROOT, "build/rudra"))
+    p.add_argument("--overwrite", action="store_true", help="replace the run in OUT (its files) with this one")
     p.add_argument("-h", "--help", action="store_true")
     if {"-h", "--help"} & set(sys.argv[1:] if argv is None else argv):
         p.print_help()
@@ -129,8 +171,10 @@ def main(argv=None):
     sim.updates = math.ceil(a.epochs * images / (model.per_update * a.batch))
     model.taken_log = []
     result = model.run()
+    if a.overwrite:
+        remove_run(a.out)
     if os.path.exists(os.path.join(a.out, "metrics.jsonl")):
-        sys.exit(f"{a.out}: holds a run already (metrics.jsonl): give another folder")
+        sys.exit(f"{a.out}: holds a run already (metrics.jsonl): give another folder, or --overwrite")
     os.makedirs(a.out, exist_ok=True)
     cluster = {k: v for k, v in vars(sim).items() if k not in ("updates", "json")}
     header = {"settings": settings(a, sim), "threads": 1, "conv_backend": "own",
@@ -142,8 +186,7 @@ def main(argv=None):
     print(f"virtual cluster: {result['protocol']}, {sim.learners} learners, {sim.mode}: {result['updates']} updates in "
           f"{result['seconds']:.1f} simulated s, staleness mean {result['staleness_mean']:.2f} max "
           f"{result['staleness_max']}; computing the {len(model.taken_log)} gradients", flush=True)
-    env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
-    return subprocess.call([a.rudra, "dist", "--replay", a.out, "-o", a.out], env=env)
+    return train([a.rudra, "dist", "--replay", a.out, "-o", a.out])
 
 
 if __name__ == "__main__":

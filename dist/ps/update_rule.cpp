@@ -183,6 +183,11 @@ void UpdateRule::set_live_learners(int live) {
     protocol_ = protocol_.with_learners(live < 1 ? 1 : live);
 }
 
+bool UpdateRule::idle() const {
+    return clock_.empty() && accumulated_ == 0 &&
+           std::none_of(early_full_.begin(), early_full_.end(), [](char full) { return full != 0; });
+}
+
 nlohmann::ordered_json UpdateRule::state() const {
     return {{"timestamp", ts_},
             {"samples", samples_ - static_cast<int64_t>(clock_.size()) * config_.batch},

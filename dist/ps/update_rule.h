@@ -99,6 +99,9 @@ public:
     // restore_state takes: checked when a checkpoint is read, before any rank relies on it.
     static void check_state(const nlohmann::json& state);
 
+    // No gradient is waiting for an update: state() is then the whole of the rule.
+    bool idle() const;
+
     int64_t timestamp() const { return ts_; }
     int64_t samples() const { return samples_; }
     const StalenessStats& staleness() const { return stats_; }

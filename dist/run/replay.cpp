@@ -4,18 +4,19 @@
 // on the weights of the version it names, from the next mini-batch of that learner's stream, and
 // fed to the update rule in the recorded order. With the same kernels and threads, the final
 // weights are the run's, bit for bit, whatever the protocol's timing made of it.
+//
+// The replay runs on the one run loop (session/run_loop.h), a step being the record's events up to
+// the next update: it checkpoints at epoch ends, periodically and on signals like a run, and
+// `--resume` goes on from its checkpoint to the same bytes. Its checkpoint keeps, besides the PS's
+// weights, history and rule, its place in the record and the weights versions that later
+// gradients were computed on (OUT/replay-versions-EVENT.rudra, named by the checkpoint).
 #include "dist/run/replay.h"
 
 #include <omp.h>
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
-#include <functional>
-#include <future>
-#include <thread>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -29,10 +30,15 @@
 #include "dist/ps/update_rule.h"
 #include "dist/run/checkpoint.h"
 #include "dist/run/methods.h"
+#include "dist/run/replay_checkpoint.h"
+#include "dist/run/replay_epoch_lines.h"
+#include "dist/run/replay_learners.h"
 #include "dist/run/roles.h"
 #include "nn/atomic_file.h"
-#include "session/metrics_log.h"
+#include "session/exit_codes.h"
 #include "session/run_folder.h"
+#include "session/run_loop.h"
+#include "session/stop_signals.h"
 #include "session/training_session.h"
 
 namespace rudra::dist::run {
@@ -40,159 +46,6 @@ namespace rudra::dist::run {
 namespace fs = std::filesystem;
 
 namespace {
-
-// A learner of the replay: its own nets (its dropout stream) and sample stream, as in the run.
-struct ReplayLearner {
-    ReplayLearner(const Setup& s, const data::TrainTest& sets, int index, int decode_threads)
-        : run(spec_of(s, index), sets, {.train_net = true, .test_net = false, .solver = false}),
-          stream(sets.train, run.train_transform(), run.batch(), sample_stream_seed(s.spec.seed, kFirstLearner + index),
-                 0, {}, decode_threads, sets.skipped.get()) {}
-    static session::SessionSpec spec_of(const Setup& s, int index) {
-        session::SessionSpec spec = s.spec;
-        spec.seed = s.spec.seed + static_cast<uint64_t>(kFirstLearner + index);  // as a learner's session
-        return spec;
-    }
-    session::TrainingSession run;
-    data::Prefetcher stream;
-};
-
-// The statistics server's epoch lines, from the replay: at each epoch's end the PS's weights are
-// evaluated on the test set. Elapsed time is the record's (a virtual cluster's simulated time)
-// where it has one, else the replay's own.
-class EpochLines {
-public:
-    EpochLines(const DistOptions& o, const Setup& s, const data::TrainTest& sets, const dist::Protocol& protocol,
-               const std::string& record, bool simulated)
-        : test_(s.spec, sets, {.train_net = false, .test_net = true, .solver = false}),
-          log_((fs::path(o.output) / "metrics.jsonl").string(), false),
-          protocol_(protocol.name()),
-          epoch_samples_(static_cast<int64_t>(sets.train.size())),
-          epochs_(o.epochs),
-          started_(std::chrono::steady_clock::now()),
-          next_(s.start_samples / std::max<int64_t>(1, epoch_samples_) + 1) {
-        nlohmann::ordered_json start = start_line("start", o, s, sets, protocol.learners());
-        start[simulated ? "virtual_cluster" : "replay_of"] = record;
-        log_.write(start);
-    }
-    // The last epoch has ended: a real run's PS takes no gradient after it.
-    bool ended() const { return next_ > epochs_; }
-    void loss(double l) {
-        loss_sum_ += l;
-        ++losses_;
-    }
-    // After each update: the lines of the epochs it ended.
-    void after_update(UpdateRule& rule, const nn::ParamStore& weights, double time_s) {
-        if (time_s >= 0) last_time_s_ = time_s;
-        while (next_ <= epochs_ && rule.samples() >= next_ * epoch_samples_) {
-            std::memcpy(test_.params().values(), weights.values(), sizeof(float) * weights.size());
-            const session::EvalResult r = test_.evaluate();
-            double mean = 0;
-            int64_t max = 0, dropped = 0;
-            rule.staleness().take_epoch(mean, max, dropped);
-            const double elapsed = last_time_s_ >= 0 ? last_time_s_ : seconds_since(started_);
-            nlohmann::ordered_json line{{"event", "epoch"},
-                                        {"protocol", protocol_},
-                                        {"epoch", next_},
-                                        {"train_loss", losses_ ? loss_sum_ / static_cast<double>(losses_) : 0.0},
-                                        {"test_accuracy", r.accuracy},
-                                        {"test_loss", r.loss},
-                                        {"elapsed_s", elapsed},
-                                        {"updates", rule.timestamp()},
-                                        {"samples", rule.samples()},
-                                        {"staleness_mean", mean},
-                                        {"staleness_max", max}};
-            if (rule.drops_gradients()) line["dropped"] = dropped;
-            if (elapsed > last_elapsed_)
-                line["images_per_s"] = static_cast<double>(rule.samples() - last_samples_) / (elapsed - last_elapsed_);
-            if (r.top5 >= 0) line["test_top5"] = r.top5;
-            log_.write(line);
-            std::printf("epoch %lld/%d: test accuracy %.4f (loss %.4f), train loss %.4f, staleness %.2f (max %lld), "
-                        "%.1f s%s\n",
-                        static_cast<long long>(next_), epochs_, r.accuracy, r.loss,
-                        losses_ ? loss_sum_ / static_cast<double>(losses_) : 0.0, mean, static_cast<long long>(max),
-                        elapsed, last_time_s_ >= 0 ? " simulated" : "");
-            std::fflush(stdout);
-            loss_sum_ = 0;
-            losses_ = 0;
-            last_elapsed_ = elapsed;
-            last_samples_ = rule.samples();
-            ++next_;
-        }
-    }
-
-private:
-    session::TrainingSession test_;
-    session::MetricsLog log_;
-    std::string protocol_;
-    int64_t epoch_samples_;
-    int epochs_;
-    std::chrono::steady_clock::time_point started_;
-    int64_t next_, last_samples_ = 0;
-    double loss_sum_ = 0, last_elapsed_ = 0, last_time_s_ = -1;
-    int64_t losses_ = 0;
-};
-
-// The recorded gradients, computed ahead of their turn and side by side where the run's learners
-// computed with one thread each (the bits depend on the threads, not on which core): a learner's
-// next gradient starts as soon as the weights version it needs exists and its previous one has
-// been taken, on as many cores as the machine has. The rule still takes them in the record's order.
-class ComputedAhead {
-public:
-    ComputedAhead(const std::vector<ScheduleEvent>& events, int learners, int threads,
-                  std::function<ReplayLearner&(int)> learner)
-        : events_(events), learner_(std::move(learner)), next_(static_cast<size_t>(learners)),
-          running_(static_cast<size_t>(learners)),
-          workers_(threads == 1 ? std::max(1, static_cast<int>(std::thread::hardware_concurrency())) : 0),
-          threads_(threads) {
-        for (size_t i = 0; i < events.size(); ++i)
-            if (events[i].kind == ScheduleEvent::Kind::Gradient) next_[static_cast<size_t>(events[i].learner)].push_back(i);
-    }
-    ~ComputedAhead() {
-        for (auto& f : running_)
-            if (f.valid()) f.wait();
-    }
-    ReplayLearner& learner(int l) { return learner_(l); }
-    // The loss of event i's gradient (then in its learner's gradient buffer until the next call for
-    // that learner), computed on `weights` unless it was started ahead.
-    double take(size_t i, const float* weights) {
-        const auto l = static_cast<size_t>(events_[i].learner);
-        if (next_[l].empty() || next_[l].front() != i) throw std::logic_error("replay: gradients taken out of order");
-        if (!running_[l].valid()) start(l, weights);
-        next_[l].pop_front();
-        --in_flight_;
-        return running_[l].get();
-    }
-    // Starts the gradients of the events from `from` on (a window ahead) whose weights exist.
-    void start_ready(size_t from, const std::function<const float*(int64_t)>& weights_of) {
-        for (size_t j = from; j < events_.size() && j < from + 4 * static_cast<size_t>(workers_) && in_flight_ < workers_;
-             ++j) {
-            const ScheduleEvent& e = events_[j];
-            if (e.kind != ScheduleEvent::Kind::Gradient) continue;
-            const auto l = static_cast<size_t>(e.learner);
-            if (running_[l].valid() || next_[l].empty() || next_[l].front() != j) continue;
-            if (const float* w = weights_of(e.version)) start(l, w);
-        }
-    }
-
-private:
-    void start(size_t l, const float* weights) {
-        ReplayLearner& learner = learner_(static_cast<int>(l));  // built here, on this thread
-        const int threads = threads_;
-        running_[l] = std::async(std::launch::async, [&learner, weights, threads] {
-            omp_set_num_threads(threads);
-            nn::ParamStore& p = learner.run.params();
-            std::memcpy(p.values(), weights, sizeof(float) * p.size());
-            return learner.run.compute_gradient(learner.stream.next());
-        });
-        ++in_flight_;
-    }
-
-    const std::vector<ScheduleEvent>& events_;
-    std::function<ReplayLearner&(int)> learner_;
-    std::vector<std::deque<size_t>> next_;  // each learner's gradient events not yet taken
-    std::vector<std::future<double>> running_;
-    int workers_, threads_, in_flight_ = 0;
-};
 
 std::string record_file(const std::string& file_or_dir) {
     if (!fs::is_directory(file_or_dir)) return file_or_dir;
@@ -216,9 +69,11 @@ void check_paths_from_here(const DistOptions& o, const nlohmann::json& header, c
 
 void refuse_other_options(const DistOptions& o) {
     for (const std::string& opt : o.given)
-        if (opt != "--replay" && opt != "--output" && opt != "--overwrite")
+        if (opt != "--replay" && opt != "--output" && opt != "--overwrite" && opt != "--resume" &&
+            opt != "--checkpoint-every")
             throw std::runtime_error(opt + " does not go with --replay: a replay takes the recorded run's settings "
-                                           "(only -o/--output and --overwrite may be given)");
+                                           "(only -o/--output, --overwrite, --resume and --checkpoint-every may be "
+                                           "given)");
 }
 
 template <class T>
@@ -237,6 +92,143 @@ bool same_bytes(const std::string& a, const std::string& b) {
            std::string(std::istreambuf_iterator<char>(fa), {}) == std::string(std::istreambuf_iterator<char>(fb), {});
 }
 
+
+// The replay on the run loop: a step takes the record's events up to the next update.
+class ReplayMethod : public session::RunMethod {
+public:
+    struct Parts {
+        const DistOptions& o;
+        const std::string& record_path;
+        const std::vector<ScheduleEvent>& events;
+        size_t gradients;  // in the whole record
+        const dist::Protocol& protocol;
+        session::TrainingSession& ps;
+        dist::UpdateRule& rule;
+        EpochLines& epochs;
+        nlohmann::ordered_json settings;
+        uint64_t seed;  // the run's, in its snapshots
+    };
+    ReplayMethod(Parts p, size_t from, WeightsVersions versions,
+                 const std::function<ReplayLearner&(int)>& learner, int threads)
+        : p_(std::move(p)), next_(from), versions_(std::move(versions)),
+          ahead_(p_.events, from, p_.protocol.learners(), threads, learner), started_(std::chrono::steady_clock::now()) {
+        for (size_t i = 0; i < p_.events.size(); ++i) {
+            const ScheduleEvent& e = p_.events[i];
+            if (e.kind != ScheduleEvent::Kind::Gradient) continue;
+            last_use_[e.version] = i;
+            if (i < from) ++done_;
+        }
+        for (auto it = versions_.begin(); it != versions_.end();)  // versions no gradient to come needs
+            it = last_use_.count(it->first) && last_use_[it->first] >= from ? std::next(it) : versions_.erase(it);
+        keep_version();
+        report_every_ = std::max<size_t>(1, p_.events.size() / 10);
+        next_report_ = (from / report_every_ + 1) * report_every_;
+    }
+
+    session::StepDone step(const session::RunPosition&, bool) override {
+        const int64_t before = p_.rule.samples();
+        while (next_ < p_.events.size())
+            if (take(next_++)) return {p_.rule.samples() - before, false, 1};
+        ended_ = true;  // a stopped run's record: its last update is made
+        return {0, true, 0};
+    }
+
+    bool save(session::CheckpointWhy why, const session::RunPosition& at) override {
+        if (ended_) return true;  // the replay is complete: final.rudra follows
+        if (!p_.rule.idle()) return false;
+        const std::string versions = versions_file_name(next_);
+        write_versions((fs::path(p_.o.output) / versions).string(), versions_, next_);
+        session::CheckpointFacts facts;
+        facts.method = p_.protocol.name();
+        facts.reason = session::reason_name(why);
+        facts.epoch = at.epoch;
+        facts.elapsed_s = at.elapsed_s;
+        facts.settings = p_.settings;
+        facts.rule = p_.rule.state();
+        facts.state = {{"replay",
+                        {{"record", p_.record_path},
+                         {"event", next_},
+                         {"events_hash", events_hash(p_.events, next_)},
+                         {"versions", versions},
+                         {"epoch_lines", p_.epochs.state()}}}};
+        write_checkpoint(p_.o.output,
+                         p_.ps.snapshot(static_cast<uint64_t>(p_.rule.timestamp()),
+                                        static_cast<uint64_t>(p_.rule.samples()), p_.seed),
+                         facts, {"replay", "update " + std::to_string(p_.rule.timestamp())});
+        remove_versions_but(p_.o.output, versions);
+        return true;
+    }
+
+    bool ended() const { return ended_; }
+    size_t next_event() const { return next_; }
+    size_t gradients_done() const { return done_; }
+    double seconds() const { return seconds_since(started_); }
+
+private:
+    // Event i; true when it completed an update.
+    bool take(size_t i) {
+        const ScheduleEvent& e = p_.events[i];
+        bool updated = false;
+        try {
+            if (e.kind == ScheduleEvent::Kind::Gradient) {
+                if (p_.epochs.ended())
+                    throw std::runtime_error("a gradient after the run's last epoch (" + std::to_string(p_.o.epochs) +
+                                             " epochs)");
+                const auto version = versions_.find(e.version);
+                if (version == versions_.end())
+                    throw std::runtime_error("a gradient on weights version " + std::to_string(e.version) +
+                                             ", which the replay's update rule did not make (it is at " +
+                                             std::to_string(p_.rule.timestamp()) + ")");
+                p_.epochs.loss(ahead_.take(i, version->second.data()));
+                if (last_use_[e.version] == i) versions_.erase(version);
+                ++done_;
+                updated = p_.rule.add_gradient(e.learner, e.version, ahead_.learner(e.learner).run.params().grads());
+                if (updated) after_update(e.time_s);
+                ahead_.start_ready(i + 1, [&](int64_t v) {
+                    const auto it = versions_.find(v);
+                    return it == versions_.end() ? nullptr : it->second.data();
+                });
+            } else if (e.kind == ScheduleEvent::Kind::Live) {
+                p_.rule.set_live_learners(e.learner);
+            } else if ((updated = p_.rule.update_if_complete())) {
+                after_update(-1.0);
+            }
+        } catch (const session::Diverged&) {
+            throw;
+        } catch (const std::exception& ex) {
+            throw std::runtime_error(p_.record_path + ":" + std::to_string(i + 2) + ": " + ex.what());
+        }
+        if (i + 1 >= next_report_ && i + 1 < p_.events.size()) {
+            std::printf("replay: %zu of %zu gradients, update %lld, %.1f s\n", done_, p_.gradients,
+                        static_cast<long long>(p_.rule.timestamp()), seconds());
+            std::fflush(stdout);
+            next_report_ += report_every_;
+        }
+        return updated;
+    }
+    void after_update(double time_s) {
+        keep_version();
+        p_.epochs.after_update(p_.rule, p_.ps.params(), time_s);
+    }
+    // The weights just made, kept while a gradient to come was computed on them.
+    void keep_version() {
+        const auto use = last_use_.find(p_.rule.timestamp());
+        if (use != last_use_.end() && use->second >= next_ && !versions_.count(p_.rule.timestamp())) {
+            const nn::ParamStore& w = p_.ps.params();
+            versions_[p_.rule.timestamp()].assign(w.values(), w.values() + w.size());
+        }
+    }
+
+    Parts p_;
+    size_t next_;  // the next event
+    WeightsVersions versions_;
+    std::unordered_map<int64_t, size_t> last_use_;  // by version: the last gradient event on it
+    ComputedAhead ahead_;
+    std::chrono::steady_clock::time_point started_;
+    size_t done_ = 0, report_every_ = 1, next_report_ = 0;
+    bool ended_ = false;
+};
+
 }  // namespace
 
 int run_replay(const DistOptions& options) {
@@ -249,7 +241,10 @@ int run_replay(const DistOptions& options) {
     apply_recorded_settings(o, settings, path);
     check_paths_from_here(o, rec.header, path);
     const fs::path run_dir = fs::path(path).parent_path();
-    if (!o.given.count("--output")) o.output = (run_dir / "replay").string();
+    const bool resuming = !o.resume.empty();
+    if (!o.given.count("--output"))
+        o.output = resuming ? (fs::is_directory(o.resume) ? o.resume : fs::path(o.resume).parent_path().string())
+                            : (run_dir / "replay").string();
     const int threads = header_field<int>(rec.header, "threads", path);
     o.kernels.conv = header_field<std::string>(rec.header, "conv_backend", path);
     // A virtual cluster's record (simulated times) names no sgemm: its gradients are first computed here.
@@ -260,6 +255,7 @@ int run_replay(const DistOptions& options) {
         throw std::runtime_error(path + ": the run chose its convolution kernels by measuring them (--conv-backend "
                                         "auto), which a replay cannot repeat: replay runs of own, blis or onednn");
     o.kernels.validate();
+    const session::CheckpointEvery checkpoint_every = parse_checkpoint_every(o.checkpoint_every);
     const int lambda = rec.record.learners();
     const dist::Protocol protocol = dist::Protocol::parse(o.protocol, lambda, o.n, o.backup, o.k);
     if (protocol.elastic() || dist::Protocol::is_decentralized(protocol.kind()))
@@ -270,101 +266,100 @@ int run_replay(const DistOptions& options) {
             "with " + sgemm + ": the sums may be ordered otherwise, and the weights differ in their last bits");
 
     omp_set_num_threads(threads);
+    session::install_stop_signals();
     Setup s = read_setup(o);
     const data::TrainTest sets = session::load_data(session::plan_data(o.data, s.spec.net), o.data);
+    const nlohmann::ordered_json run_settings_now = run_settings(o, lambda);
+    session::SessionSpec ps_spec = s.spec;
+    ps_spec.kernels.conv = "own";
+    session::TrainingSession ps(ps_spec, sets, {.train_net = true, .test_net = false, .solver = true});
+    const std::vector<ScheduleEvent>& events = rec.record.events();
+    std::optional<ReplayResume> resumed;
+    if (resuming) resumed.emplace(read_replay_checkpoint(o.resume, path, events, run_settings_now, ps.params().size()));
     // A virtual cluster's outputs go beside its record; a run's own files are never replaced.
     std::error_code ec;
     const bool into_record_folder = fs::equivalent(o.output, run_dir, ec);
     if (into_record_folder && !simulated)
         throw std::runtime_error("-o " + o.output + " is the recorded run's own folder: give the replay another");
+    const std::string go_on = "rudra dist --replay " + options.replay + " --resume " + o.output;
     session::RunFolder folder(o.output,
-                              into_record_folder ? session::RunFolder::Start::Resume
-                              : o.overwrite      ? session::RunFolder::Start::Overwrite
-                                                 : session::RunFolder::Start::Fresh,
-                              "");
-    EpochLines epochs(o, s, sets, protocol, path, simulated);
-    session::SessionSpec ps_spec = s.spec;
-    ps_spec.kernels.conv = "own";
-    session::TrainingSession ps(ps_spec, sets, {.train_net = true, .test_net = false, .solver = true});
-    if (!o.warm_start.empty()) ps.restore(s.warm, o.warm_start, session::TrainingSession::History::IfMatching);
-    nn::ParamStore& params = ps.params();
-    dist::UpdateRule rule(protocol, ps.solver(), params, lambda, rule_config(o, s, protocol, ps.batch()));
+                              into_record_folder || resuming ? session::RunFolder::Start::Resume
+                              : o.overwrite                  ? session::RunFolder::Start::Overwrite
+                                                             : session::RunFolder::Start::Fresh,
+                              fs::exists(checkpoint_path(o.output)) ? go_on : "");
+    nn::remove_stale_tmp(checkpoint_path(o.output));
+    EpochLines epochs(o, s, sets, protocol, path, simulated, resumed ? &resumed->epoch_lines : nullptr);
+    if (resumed) {
+        ps.restore(resumed->checkpoint.snapshot, resumed->checkpoint.path, session::TrainingSession::History::Required);
+    } else if (!o.warm_start.empty()) {
+        ps.restore(s.warm, o.warm_start, session::TrainingSession::History::IfMatching);
+    }
+    dist::UpdateRule rule(protocol, ps.solver(), ps.params(), lambda, rule_config(o, s, protocol, ps.batch()));
+    const size_t from = resumed ? resumed->event : 0;
+    if (resumed) {
+        rule.restore_state(resumed->checkpoint.meta.at("rule"));
+        for (size_t i = 0; i < from; ++i)  // the learners lost before the checkpoint
+            if (events[i].kind == ScheduleEvent::Kind::Live) rule.set_live_learners(events[i].learner);
+    }
 
-    const std::vector<ScheduleEvent>& events = rec.record.events();
     std::printf("rudra dist --replay %s: %s, %d learners, mini-batch %d, %zu gradients; %d thread(s), sgemm %s; "
                 "output %s\n",
                 path.c_str(), protocol.name().c_str(), lambda, ps.batch(), rec.record.gradients(), threads,
                 sgemm.c_str(), o.output.c_str());
+    if (resumed)
+        std::printf("replay: going on from %s at update %lld (line %zu of the record)\n",
+                    resumed->checkpoint.path.c_str(), static_cast<long long>(rule.timestamp()), from + 2);
     std::fflush(stdout);
 
-    // The weights versions still to be computed on, each kept until its last gradient.
-    std::unordered_map<int64_t, size_t> last_use;
-    for (size_t i = 0; i < events.size(); ++i)
-        if (events[i].kind == ScheduleEvent::Kind::Gradient) last_use[events[i].version] = i;
-    std::map<int64_t, std::vector<float>> versions;
-    const auto keep_version = [&] {
-        if (last_use.count(rule.timestamp()))
-            versions[rule.timestamp()].assign(params.values(), params.values() + params.size());
-    };
-    keep_version();
+    // Each learner starts at its next gradient's place in its sample stream.
+    std::vector<int64_t> position(static_cast<size_t>(lambda), -1);
+    for (size_t i = from; i < events.size(); ++i)
+        if (events[i].kind == ScheduleEvent::Kind::Gradient && position[static_cast<size_t>(events[i].learner)] < 0)
+            position[static_cast<size_t>(events[i].learner)] = events[i].position;
     std::vector<std::unique_ptr<ReplayLearner>> learners(static_cast<size_t>(lambda));
-    ComputedAhead ahead(events, lambda, threads, [&](int l) -> ReplayLearner& {
-        auto& learner = learners[static_cast<size_t>(l)];
-        if (!learner) learner = std::make_unique<ReplayLearner>(s, sets, l, o.data.decode_threads);
-        return *learner;
-    });
-    const auto started = std::chrono::steady_clock::now();
-    size_t done = 0, next_report = events.size() / 10;
-    for (size_t i = 0; i < events.size(); ++i) {
-        const ScheduleEvent& e = events[i];
-        const std::string where = path + ":" + std::to_string(i + 2) + ": ";
-        try {
-            if (e.kind == ScheduleEvent::Kind::Gradient) {
-                if (epochs.ended())
-                    throw std::runtime_error("a gradient after the run's last epoch (" + std::to_string(o.epochs) +
-                                             " of " + std::to_string(sets.train.size()) + " images)");
-                const auto version = versions.find(e.version);
-                if (version == versions.end())
-                    throw std::runtime_error("a gradient on weights version " + std::to_string(e.version) +
-                                             ", which the replay's update rule did not make (it is at " +
-                                             std::to_string(rule.timestamp()) + ")");
-                epochs.loss(ahead.take(i, version->second.data()));
-                if (last_use[e.version] == i) versions.erase(version);
-                ++done;
-                if (rule.add_gradient(e.learner, e.version, ahead.learner(e.learner).run.params().grads())) {
-                    keep_version();
-                    epochs.after_update(rule, params, e.time_s);
-                }
-                ahead.start_ready(i + 1, [&](int64_t v) {
-                    const auto it = versions.find(v);
-                    return it == versions.end() ? nullptr : it->second.data();
-                });
-            } else if (e.kind == ScheduleEvent::Kind::Live) {
-                rule.set_live_learners(e.learner);
-            } else if (rule.update_if_complete()) {
-                keep_version();
-                epochs.after_update(rule, params, -1.0);
-            }
-        } catch (const session::Diverged&) {
-            throw;
-        } catch (const std::exception& ex) {
-            throw std::runtime_error(where + ex.what());
-        }
-        if (i + 1 == next_report && i + 1 < events.size()) {
-            std::printf("replay: %zu of %zu gradients, update %lld, %.1f s\n", done, rec.record.gradients(),
-                        static_cast<long long>(rule.timestamp()), seconds_since(started));
-            std::fflush(stdout);
-            next_report += std::max<size_t>(1, events.size() / 10);
-        }
+    const auto learner = [&](int l) -> ReplayLearner& {
+        auto& slot = learners[static_cast<size_t>(l)];
+        if (!slot)
+            slot = std::make_unique<ReplayLearner>(s, sets, l, o.data.decode_threads,
+                                                   std::max<int64_t>(0, position[static_cast<size_t>(l)]));
+        return *slot;
+    };
+    ReplayMethod method({o, path, events, rec.record.gradients(), protocol, ps, rule, epochs, run_settings_now, s.spec.seed}, from,
+                        resumed ? std::move(resumed->versions) : WeightsVersions{}, learner,
+                        threads);
+
+    session::RunPlan plan;
+    plan.samples_per_epoch = static_cast<int64_t>(sets.train.size());
+    plan.total_samples = o.epochs * plan.samples_per_epoch;
+    plan.start = {rule.timestamp(), rule.samples(), 0, 0.0};
+    plan.elapsed_offset_s = resumed ? resumed->checkpoint.elapsed_s() : 0.0;
+    plan.checkpoint_every = checkpoint_every;
+    plan.checkpoint_at_epochs = true;
+    plan.stop_requested = session::stop_requested;
+    plan.snapshot_requested = session::take_checkpoint_request;
+    const session::RunEnd end = session::run_loop(method, plan);
+    if (end.stopped && !method.ended()) {
+        std::printf("replay: stopped at update %lld (%zu of %zu gradients) after %.1f s; checkpoint %s; go on with: "
+                    "%s\n",
+                    static_cast<long long>(rule.timestamp()), method.gradients_done(), rec.record.gradients(),
+                    method.seconds(), checkpoint_path(o.output).c_str(), go_on.c_str());
+        return session::kExitStopped;
     }
+    for (size_t i = method.next_event(); i < events.size(); ++i)
+        if (events[i].kind == ScheduleEvent::Kind::Gradient)
+            throw std::runtime_error(path + ":" + std::to_string(i + 2) + ": a gradient after the run's last epoch (" +
+                                     std::to_string(o.epochs) + " epochs)");
 
     const std::string snapshot = write_final_snapshot(
         o.output, ps.snapshot(static_cast<uint64_t>(rule.timestamp()), static_cast<uint64_t>(rule.samples()), s.spec.seed));
     rule.staleness().write_json((fs::path(o.output) / "staleness.json").string(), protocol.name());
+    // The replay is complete: its checkpoint and kept versions would only go on to the same end.
+    fs::remove(checkpoint_path(o.output), ec);
+    remove_versions_but(o.output, "");
     const std::string original = final_snapshot_path(run_dir.string());
-    std::printf("replay: %zu gradients, %lld updates, staleness mean %.3f max %lld, %.1f s; snapshot %s\n", done,
-                static_cast<long long>(rule.timestamp()), rule.staleness().mean(),
-                static_cast<long long>(rule.staleness().max()), seconds_since(started), snapshot.c_str());
+    std::printf("replay: %zu gradients, %lld updates, staleness mean %.3f max %lld, %.1f s; snapshot %s\n",
+                method.gradients_done(), static_cast<long long>(rule.timestamp()), rule.staleness().mean(),
+                static_cast<long long>(rule.staleness().max()), method.seconds(), snapshot.c_str());
     if (simulated) return 0;  // nothing to compare with: the virtual cluster's run is this one
     if (!fs::exists(original)) {
         std::printf("replay: the run left no %s to compare with (it did not finish)\n", original.c_str());

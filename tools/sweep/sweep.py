@@ -32,11 +32,13 @@ mpiexec -disable-auto-cleanup, so that a lost learner is survived where the prot
   sweep.py run GRID OUT [--index I]  every run not done (or run I), one after another; with
            [--virtual CLUSTER]       --virtual, on the virtual cluster (bench/simulate/virtual_cluster.py)
   sweep.py command GRID OUT --index I
-                                     write run I's manifest; print its rank count, folder and
+           [--virtual CLUSTER]       write run I's manifest; print its rank count, folder and
                                      `rudra dist` arguments, one per line, --resume or
                                      --overwrite included as `run` adds them
                                      (tools/slurm/rudra-sweep.sbatch, a job array, launches them
-                                     through rudra-dist.sbatch, which resumes its requeued slots)
+                                     through rudra-dist.sbatch, which resumes its requeued slots);
+                                     with --virtual, 1, the folder and the virtual cluster's
+                                     whole command (--resume or --overwrite as `run` does)
   sweep.py collect OUT [-o CSV]      every run's epoch lines in one CSV (OUT/runs.csv), and the
                                      staleness histograms in another (OUT/staleness.csv)
   sweep.py plot OUT [--figures DIR]  the paper's figures from those CSV files, as PNG
@@ -48,7 +50,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import time
@@ -247,6 +248,17 @@ def virtual_command(run, folder, rudra, cluster):
             "--learners", str(run["ranks"] - 2), "--solver", solver, "--rudra", rudra] + shlex.split(cluster) + options
 
 
+def virtual_launch(args, folder, rudra):
+    """What starts a virtual run given its command `args`: one stopped after its first checkpoint
+    goes on from it (to the bytes of a run never stopped); one stopped before starts again."""
+    st = state(folder)
+    if st == "resume":
+        return args[:3] + ["--resume", "--rudra", rudra]
+    if st == "new" and os.path.isdir(folder) and os.listdir(folder):
+        return args + ["--overwrite"]
+    return args
+
+
 def source_not_done(run, out):
     """Why a run cannot start yet (its warm start's source has no final model), or None."""
     src = run["after"]
@@ -301,11 +313,16 @@ def cmd_command(a):
     if why and state(folder) == "new":
         raise GridError(f"{why}: submit the stages one after another (sweep.py list --stages; "
                         f"tools/slurm/rudra-sweep.sbatch shows how)")
-    args = start_arguments(folder) + dist_arguments(run, folder)
+    if a.virtual is not None:
+        args = virtual_command(run, folder, os.path.abspath(a.rudra), a.virtual)
+        launch, ranks = virtual_launch(args, folder, os.path.abspath(a.rudra)), 1
+    else:
+        args = launch = start_arguments(folder) + dist_arguments(run, folder)
+        ranks = run["ranks"]
     write_manifest(run, folder, args)
-    print(run["ranks"])
+    print(ranks)
     print(folder)
-    for t in args:
+    for t in launch:
         print(t)
 
 
@@ -325,10 +342,8 @@ def cmd_run(a):
             print(f"sweep: [{k}/{len(todo)}] run {i} skipped: {why}", flush=True)
             continue
         if a.virtual is not None:
-            # Deterministic: a virtual run that stopped starts again from nothing.
-            if state(folder) != "done" and os.path.isdir(folder):
-                shutil.rmtree(folder)
-            args = launch = virtual_command(run, folder, rudra, a.virtual)
+            args = virtual_command(run, folder, rudra, a.virtual)
+            launch = virtual_launch(args, folder, rudra)
         else:
             args = start_arguments(folder) + dist_arguments(run, folder)
             launch = shlex.split(a.launcher) + ["-n", str(run["ranks"]), rudra, "dist"] + args
@@ -498,14 +513,14 @@ def main():
         s.add_argument("grid")
         s.add_argument("out", help="the sweep's folder (one folder per run in it)")
         s.add_argument("--index", type=int, required=name == "command", help="run only this run (from 0)")
+        s.add_argument("--rudra", default=os.path.join(SOURCE, "build", "rudra"), help="the rudra binary")
+        s.add_argument("--virtual", metavar="CLUSTER",
+                       help="run each line on the virtual cluster (bench/simulate/virtual_cluster.py) in one "
+                            "process, the cluster described by simulate.py's options in one string, e.g. "
+                            "'--compute-ms 6.5 --model-bytes 334032'; a line's own such options override these")
         if name == "run":
-            s.add_argument("--rudra", default=os.path.join(SOURCE, "build", "rudra"), help="the rudra binary")
             s.add_argument("--launcher", default="mpiexec -disable-auto-cleanup",
                            help="MPI launcher, given -n RANKS (default mpiexec -disable-auto-cleanup)")
-            s.add_argument("--virtual", metavar="CLUSTER",
-                           help="run each line on the virtual cluster (bench/simulate/virtual_cluster.py) in one "
-                                "process, the cluster described by simulate.py's options in one string, e.g. "
-                                "'--compute-ms 6.5 --model-bytes 334032'; a line's own such options override these")
         s.set_defaults(fn=fn)
     s = sub.add_parser("collect", help="every run's epochs in one CSV")
     s.add_argument("out")
