@@ -171,9 +171,6 @@ private:
         bool updated = false;
         try {
             if (e.kind == ScheduleEvent::Kind::Gradient) {
-                if (p_.epochs.ended())
-                    throw std::runtime_error("a gradient after the run's last epoch (" + std::to_string(p_.o.epochs) +
-                                             " epochs)");
                 const auto version = versions_.find(e.version);
                 if (version == versions_.end())
                     throw std::runtime_error("a gradient on weights version " + std::to_string(e.version) +

@@ -23,8 +23,6 @@ public:
     EpochLines(const DistOptions& o, const Setup& s, const data::TrainTest& sets, const dist::Protocol& protocol,
                const std::string& record, bool simulated, const nlohmann::json* resumed);
     nlohmann::ordered_json state() const;
-    // The last epoch has ended: a real run's PS takes no gradient after it.
-    bool ended() const { return next_ > epochs_; }
     void loss(double l) {
         loss_sum_ += l;
         ++losses_;
