@@ -100,6 +100,14 @@ refused position "position.txt:3: learner 0's gradient at position 2 where its n
 { head -1 "$rec"; echo "g 0 0 0"; echo "g 1 0 3"; } | sed '1s/"events":[0-9]*/"events":2/' >"$work/ahead.txt"
 refused ahead "ahead.txt:3: a gradient on weights version 3, which the replay's update rule did not make" \
   dist --replay "$work/ahead.txt"
+{ head -1 "$rec"; echo "sum 2"; echo "g 0 0 0"; echo "live 3"; } | sed '1s/"events":[0-9]*/"events":3/' >"$work/sum.txt"
+refused sum_open "sum.txt:4: 'live' inside the sum of line 2, whose 1 more gradient line(s) must come first" \
+  dist --replay "$work/sum.txt"
+{ head -1 "$rec"; echo "g 0 0 0"; echo "sum 2"; echo "g 1 0 0"; } | sed '1s/"events":[0-9]*/"events":3/' >"$work/sum_end.txt"
+refused sum_end "sum_end.txt:4: the record ends inside the sum of line 3, 1 gradient line(s) short" \
+  dist --replay "$work/sum_end.txt"
+{ head -1 "$rec"; echo "sum 0"; } | sed '1s/"events":[0-9]*/"events":1/' >"$work/sum_zero.txt"
+refused sum_zero "sum_zero.txt:2: 'sum 0' is not \"sum N\" with N of at least 1" dist --replay "$work/sum_zero.txt"
 echo "not a record" >"$work/junk.txt"
 refused junk "junk.txt:1: not a schedule record" dist --replay "$work/junk.txt"
 refused option "--epochs does not go with --replay" dist --replay "$work/async" --epochs 5

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The virtual cluster (bench/simulate/virtual_cluster.py): the simulator's schedule of a described
-# cluster, computed for real by `rudra dist --replay` in one process. The same arguments give the
-# same bytes, another seed others; the staleness the rule counts is the simulator's, histogram for
-# histogram; the epoch lines carry the simulated time; one stopped by a signal goes on from its
+# cluster, computed for real by `rudra dist --replay` in one process, for the PS and for the adv
+# and adv* trees (whose leaf PSs send sums). The same arguments give the same bytes, another seed
+# others; the staleness the rule counts is the simulator's, histogram for histogram; the epoch lines carry the simulated time; one stopped by a signal goes on from its
 # checkpoint to the same bytes; the sweep's collection reads the output as a run's.
 # Usage: virtual_cluster_test.sh RUDRA_BINARY SOURCE_DIR
 . "$(dirname "$0")/harness.sh" "$@"
@@ -25,6 +25,28 @@ virtual a1 --learners 8 --protocol async --momentum-compensation --base-lr 0.002
 virtual a1_again --learners 8 --protocol async --momentum-compensation --base-lr 0.002 --seed 1
 virtual a2 --learners 8 --protocol async --momentum-compensation --base-lr 0.002 --seed 2
 virtual s4 --learners 12 --protocol softsync --n 4 --mode overlap --seed 1
+# Rudra-adv and adv*: leaf PSs of 4 learners send sums, which the replay gives to the rule whole.
+virtual adv --learners 8 --protocol softsync --n 1 --topology adv --learners-per-node 4 --seed 1
+virtual adv_again --learners 8 --protocol softsync --n 1 --topology adv --learners-per-node 4 --seed 1
+virtual advstar_hs --learners 8 --protocol hardsync --topology 'adv*' --leaf-sizes 3,5 --seed 1
+# 2-softsync over leaves of 3 and 5 learners: shares of 1 and 2 gradients, and an update takes a
+# sum whole, so some take 5 gradients where c is 4 (the rule then counts what the simulator did).
+virtual advstar_s2 --learners 8 --protocol softsync --n 2 --topology 'adv*' --leaf-sizes 3,5 --seed 1
+cmp -s "$work/adv/final.rudra" "$work/adv_again/final.rudra" && pass || fail "adv: final.rudra differs between two runs"
+cmp -s "$work/adv/final.rudra" "$work/a1/final.rudra" && fail "adv: a1's weights" || pass
+# Each update of 8 gradients is two sums of 4: the record says so, line by line.
+[ "$(grep -c '^sum 4$' "$work/adv/schedule.txt")" = 30 ] && [ "$(grep -c '^g ' "$work/adv/schedule.txt")" = 120 ] &&
+  pass || fail "adv: 30 sums of 4 gradients in the record"
+grep -q '^sum 3$' "$work/advstar_hs/schedule.txt" && grep -q '^sum 5$' "$work/advstar_hs/schedule.txt" && pass ||
+  fail "advstar_hs: sums of the leaves' 3 and 5 learners"
+grep -q '"topology":"adv\*"' "$work/advstar_hs/schedule.txt" && grep -q "staleness 0.00 (max 0)" "$work/advstar_hs.log" &&
+  pass || fail "advstar_hs: adv* in the settings, hardsync's staleness 0"
+grep -q "^replay: 124 gradients, 28 updates" "$work/advstar_s2.log" && pass ||
+  { fail "advstar_s2: 124 gradients in 28 updates (c 4)"; tail -3 "$work/advstar_s2.log"; }
+timeout 60 python3 "$vc" "$work/adv_pg" --rudra "$rudra" --solver "$solver" --data "$data" --batch 16 --learners 8 \
+  --topology adv --lr-modulation per-gradient "${cluster[@]}" >"$work/adv_pg.log" 2>&1
+[ $? = 2 ] && grep -q "per-gradient weighs each gradient before the sum" "$work/adv_pg.log" && pass ||
+  fail "adv with per-gradient modulation: refused"
 for f in final.rudra staleness.json schedule.txt; do
   cmp -s "$work/a1/$f" "$work/a1_again/$f" && pass || fail "a1: $f differs between two runs of the same arguments"
 done
@@ -33,7 +55,7 @@ grep -q "^virtual cluster: async, 8 learners, base: 120 updates in [0-9.]* simul
   fail "a1: the simulator's line"
 # The rule's staleness (computed by rudra from the schedule) is the simulator's, and the last
 # epoch ends at the simulated time of the schedule's last gradient.
-for name in a1 s4; do
+for name in a1 s4 adv advstar_hs advstar_s2; do
   python3 - "$work/$name" <<'PY' && pass || fail "$name: staleness or time differ from the simulator's"
 import json, sys
 run = sys.argv[1]
@@ -52,33 +74,37 @@ done
 grep -q '"event":"start".*"virtual_cluster":"' "$work/s4/metrics.jsonl" && pass || fail "s4: the start line names the virtual cluster"
 timeout 60 "$rudra" test "$solver" "$work/s4/final.rudra" --data "$data" >/dev/null 2>&1 && pass || fail "s4: final.rudra readable"
 # Stopped by a signal after its first epoch (the script's process becomes rudra's), it checkpoints
-# and exits 130; --resume goes on to a1's bytes, its metrics with each epoch once. (Niced, so that
-# this shell signals it before its second epoch ends.)
-nice -n 10 python3 "$vc" "$work/a1_stopped" --rudra "$rudra" --solver "$solver" --data "$data" --batch 16 --epochs 2 \
-  "${cluster[@]}" --learners 8 --protocol async --momentum-compensation --base-lr 0.002 --seed 1 \
-  >"$work/a1_stopped.log" 2>&1 &
-pid=$!
-wait_for "$work/a1_stopped.log" "^epoch 1/2" || fail "a1_stopped: no epoch 1"
-kill -TERM $pid
-wait $pid
-rc=$?
-[ $rc = 130 ] && [ -s "$work/a1_stopped/checkpoint.rudra" ] && pass ||
-  { fail "a1_stopped: exit $rc, not 130 with a checkpoint"; tail -5 "$work/a1_stopped.log"; }
-if timeout 300 python3 "$vc" "$work/a1_stopped" --resume --rudra "$rudra" >"$work/a1_resumed.log" 2>&1; then pass
-else fail "a1_stopped: --resume exit $?"; tail -5 "$work/a1_resumed.log"; fi
-for f in final.rudra staleness.json; do
-  cmp -s "$work/a1/$f" "$work/a1_stopped/$f" && pass || fail "a1_stopped: $f differs from a1's after the resume"
-done
-[ "$(grep -c '"event":"epoch"' "$work/a1_stopped/metrics.jsonl")" = 2 ] &&
-  grep -q '"event":"resume"' "$work/a1_stopped/metrics.jsonl" && pass || fail "a1_stopped: 2 epoch lines and a resume line"
-ls "$work/a1_stopped" | grep -q -e checkpoint -e replay-versions && fail "a1_stopped: its checkpoint left after the end" || pass
+# and exits 130; --resume goes on to the bytes of the run never stopped, its metrics with each
+# epoch once. (Niced, so that this shell signals it before its second epoch ends.)
+stop_and_resume() {  # stop_and_resume NAME_OF_THE_RUN_NEVER_STOPPED ARGS...
+  local ref=$1 name=$1_stopped; shift
+  nice -n 10 python3 "$vc" "$work/$name" --rudra "$rudra" --solver "$solver" --data "$data" --batch 16 --epochs 2 \
+    "${cluster[@]}" "$@" >"$work/$name.log" 2>&1 &
+  local pid=$!
+  wait_for "$work/$name.log" "^epoch 1/2" || fail "$name: no epoch 1"
+  kill -TERM $pid
+  wait $pid
+  local rc=$?
+  [ $rc = 130 ] && [ -s "$work/$name/checkpoint.rudra" ] && pass ||
+    { fail "$name: exit $rc, not 130 with a checkpoint"; tail -5 "$work/$name.log"; }
+  if timeout 300 python3 "$vc" "$work/$name" --resume --rudra "$rudra" >"$work/$name.resumed.log" 2>&1; then pass
+  else fail "$name: --resume exit $?"; tail -5 "$work/$name.resumed.log"; fi
+  for f in final.rudra staleness.json; do
+    cmp -s "$work/$ref/$f" "$work/$name/$f" && pass || fail "$name: $f differs from $ref's after the resume"
+  done
+  [ "$(grep -c '"event":"epoch"' "$work/$name/metrics.jsonl")" = 2 ] &&
+    grep -q '"event":"resume"' "$work/$name/metrics.jsonl" && pass || fail "$name: 2 epoch lines and a resume line"
+  ls "$work/$name" | grep -q -e checkpoint -e replay-versions && fail "$name: its checkpoint left after the end" || pass
+}
+stop_and_resume a1 --learners 8 --protocol async --momentum-compensation --base-lr 0.002 --seed 1
+stop_and_resume adv --learners 8 --protocol softsync --n 1 --topology adv --learners-per-node 4 --seed 1
 timeout 60 python3 "$vc" "$work/s4" --resume --rudra "$rudra" >"$work/no_resume.log" 2>&1
 [ $? != 0 ] && grep -q "no checkpoint.rudra to go on from" "$work/no_resume.log" && pass ||
   fail "--resume of a finished virtual run: refused"
-# The sweep's collection reads the virtual runs' folders as runs': 5 runs of 2 epochs.
+# The sweep's collection reads the virtual runs' folders as runs': 10 runs of 2 epochs.
 if python3 "$src/tools/sweep/sweep.py" collect "$work" >"$work/collect.log" 2>&1; then pass
 else fail "sweep.py collect"; cat "$work/collect.log"; fi
-grep -q "^collect: 5 runs, 10 epoch rows" "$work/collect.log" && pass || { fail "collect: 5 runs, 10 epoch rows"; cat "$work/collect.log"; }
+grep -q "^collect: 10 runs, 20 epoch rows" "$work/collect.log" && pass || { fail "collect: 10 runs, 20 epoch rows"; cat "$work/collect.log"; }
 # Its folder holds a run: a second virtual run there is refused.
 timeout 60 python3 "$vc" "$work/s4" --rudra "$rudra" --solver "$solver" --data "$data" --batch 16 --learners 4 \
   "${cluster[@]}" >"$work/again.log" 2>&1

@@ -117,6 +117,10 @@ class Sim:
         self.held = {}  # request_lag_gradients: learner -> other learners' gradients the PS takes before its request
         self.grads_on_way = 0  # gradients pushed and not yet taken by the PS
         self.taken_log = None  # a list to record (learner, timestamp, time) of each gradient the PS takes
+        # Set, the run ends at the update that brings the gradients applied to this many (as a run's
+        # PS ends at the update that reaches its epochs' samples), whatever a.updates says.
+        self.stop_after_gradients = None
+        self.gradients_applied = 0
         # Processor sharing (cores set): remaining work of each job on the cores.
         self.jobs = {}
         self.jobs_at = 0.0
@@ -322,6 +326,7 @@ class Sim:
         """The bucket's gradients make an update: their staleness is counted, the clock moves."""
         for g in self.bucket:
             self.stale[self.ts - g] += 1
+        self.gradients_applied += len(self.bucket)
         self.bucket = []
         self.ts += 1
         self.updates += 1
@@ -398,7 +403,12 @@ class Sim:
     def run(self):
         lam = self.a.learners
         self.begin()
-        while self.events and self.updates < self.a.updates:
+        def going():
+            if self.stop_after_gradients is not None:
+                return self.gradients_applied < self.stop_after_gradients
+            return self.updates < self.a.updates
+
+        while self.events and going():
             t, _, fn, args = heapq.heappop(self.events)
             self.now = t
             fn(*args)

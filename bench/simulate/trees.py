@@ -33,7 +33,7 @@ class Relay:
         self.share = share
         self.node = node             # the leaf PS's node (the first also holds the root)
         self.ts = 0                  # the version it holds (every rank starts with version 0)
-        self.items = []              # timestamps of the gradients in the sum being built
+        self.items = []              # (learner, timestamp) of the gradients in the sum being built
         self.sending = False         # a sum on its way up: one in flight
         self.up_free = 0.0           # its own link toward the root
         self.in_free = self.out_free = 0.0  # its node link, each way
@@ -132,7 +132,7 @@ class TreeSim(Sim):
                 arrive, _ = self.node_send(self.a.request_bytes, relay, False)
                 self.at(arrive, self.got_weights, i, relay.ts)
         else:
-            relay.items.append(msg[2])
+            relay.items.append((msg[1], msg[2]))
             self.send_up(relay)
         self.relay_next(relay)
 
@@ -171,7 +171,9 @@ class TreeSim(Sim):
             else:
                 self.root_waiting.append(relay)
         else:
-            self.bucket.extend(msg[2])
+            self.bucket.extend(ts for _, ts in msg[2])
+            if self.taken_log is not None:
+                self.taken_log.append(("sum", msg[2], self.now))
             if len(self.bucket) >= self.per_update:
                 self.apply_update()
                 if self.star:  # a thread of its own sends down the broadcast tree

@@ -20,8 +20,10 @@ Like a run, the training checkpoints at each epoch's end, every 10 minutes and w
 (SIGTERM, SIGINT, SIGHUP, SIGUSR2) stops it, with exit code 130; --resume goes on from
 OUT/checkpoint.rudra to the bytes an uninterrupted run gives.
 
-Not modelled here: the adv and adv* trees (their leaf PSs add sums), backups, K-sync and the
-staleness bound (simulate.py has none of them), EASGD and the decentralized methods.
+With --topology adv or adv* (trees.py) the record has each leaf PS's sum as the root takes it
+("sum N" and its N gradients, added in the order they reached the leaf), and the replay gives each
+sum to the rule whole, as the root does. Not modelled here: backups, K-sync and the staleness
+bound (simulate.py has none of them), EASGD and the decentralized methods.
 """
 import argparse
 import gzip
@@ -60,17 +62,29 @@ def settings(a, sim):
             "max_staleness": -1, "k": 0, "batch": a.batch, "epochs": a.epochs, "mode": sim.mode,
             "lr_modulation": a.lr_modulation, "momentum_compensation": a.momentum_compensation,
             "reference_batch": a.reference_batch, "base_lr": a.base_lr, "momentum": a.momentum, "seed": a.seed, "warm_start": "",
-            "tau": 1, "beta": 0.0, "topology": "base", "ranks_per_node": 0, "fan_out": 0,
-            "broadcast_fan_out": 2, "learners": sim.learners}
+            "tau": 1, "beta": 0.0, "topology": sim.topology, "ranks_per_node": 0, "fan_out": 0,
+            "broadcast_fan_out": sim.broadcast_fan_out if sim.topology == "adv*" else 2, "learners": sim.learners}
 
 
 def write_record(path, header, taken):
+    """taken: (learner, timestamp, time) for a gradient the PS took, ("sum", [(learner, timestamp)],
+    time) for a leaf PS's sum (a "sum N" line before its N gradient lines)."""
     positions = {}
     lines = []
-    for learner, ts, t in taken:
+
+    def gradient(learner, ts, t):
         p = positions.get(learner, 0)
         positions[learner] = p + 1
         lines.append(f"g {learner} {p} {ts} {t:.6f}\n")
+
+    for entry in taken:
+        if entry[0] == "sum":
+            _, items, t = entry
+            lines.append(f"sum {len(items)}\n")
+            for learner, ts in items:
+                gradient(learner, ts, t)
+        else:
+            gradient(*entry)
     head = {"format": "rudra-schedule", "version": 1, "learners": header["settings"]["learners"],
             "events": len(lines)}
     head.update(header)
@@ -160,15 +174,16 @@ def main(argv=None):
     a, rest = p.parse_known_args(argv)
     sim = simulate.parse(rest + ["--updates", "1"])  # the count is set below
     a.seed = sim.seed
-    if sim.topology != "base":
-        p.error("--topology adv and adv* are not modelled by the virtual cluster yet (their leaf PSs add sums)")
+    if sim.topology != "base" and a.lr_modulation == "per-gradient":
+        p.error("--lr-modulation per-gradient weighs each gradient before the sum, and a leaf PS sends sums: "
+                f"use average or none with --topology {sim.topology}")
     if a.batch < 1 or a.epochs < 1:
         p.error("--batch and --epochs must be at least 1")
     images = train_images(a.data, a.train_limit)
     model = simulate.make(sim)
-    # The PS ends the run at the update that reaches epochs x images samples; the model reads its
-    # length when it runs, and knows how many gradients an update takes.
-    sim.updates = math.ceil(a.epochs * images / (model.per_update * a.batch))
+    # The PS ends the run at the update that reaches epochs x images samples (a leaf PS's sum may
+    # make an update of more than c gradients).
+    model.stop_after_gradients = math.ceil(a.epochs * images / a.batch)
     model.taken_log = []
     result = model.run()
     if a.overwrite:
@@ -183,9 +198,10 @@ def main(argv=None):
                             "histogram": result["histogram"]}}
     write_record(os.path.join(a.out, "schedule.txt"), header, model.taken_log)
     write_manifest(a, sim, sys.argv[1:] if argv is None else argv)
+    gradients = sum(len(e[1]) if e[0] == "sum" else 1 for e in model.taken_log)
     print(f"virtual cluster: {result['protocol']}, {sim.learners} learners, {sim.mode}: {result['updates']} updates in "
           f"{result['seconds']:.1f} simulated s, staleness mean {result['staleness_mean']:.2f} max "
-          f"{result['staleness_max']}; computing the {len(model.taken_log)} gradients", flush=True)
+          f"{result['staleness_max']}; computing the {gradients} gradients", flush=True)
     return train([a.rudra, "dist", "--replay", a.out, "-o", a.out])
 
 

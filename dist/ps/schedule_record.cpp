@@ -53,6 +53,7 @@ void ScheduleRecord::write(const std::string& path, const nlohmann::ordered_json
                 break;
             case ScheduleEvent::Kind::Live: text += "live " + std::to_string(e.learner) + "\n"; break;
             case ScheduleEvent::Kind::Check: text += "check\n"; break;
+            case ScheduleEvent::Kind::Sum: text += "sum " + std::to_string(e.learner) + "\n"; break;
         }
     }
     nn::write_file_atomically(path, text);
@@ -84,12 +85,20 @@ ScheduleRecord::Read ScheduleRecord::read(const std::string& path) {
         throw bad(1, "the header's \"learners\" and \"events\" must be positive integers");
     Read r{header, ScheduleRecord(learners.get<int>())};
     int64_t n = 1;
+    int64_t sum_left = 0, sum_line = 0;  // gradient lines still to come in the open sum, and its line
+    const auto in_sum = [&](const std::string& kind) {
+        if (sum_left > 0)
+            throw bad(n, "'" + kind + "' inside the sum of line " + std::to_string(sum_line) + ", whose " +
+                             std::to_string(sum_left) + " more gradient line(s) must come first");
+    };
     while (std::getline(in, line)) {
         ++n;
         std::istringstream fields(line);
         std::string kind, rest;
         fields >> kind;
+        if (kind != "g") in_sum(kind);
         if (kind == "g") {
+            if (sum_left > 0) --sum_left;
             int64_t learner = -1, position = -1, version = -1;
             double time_s = -1.0;
             if (!(fields >> learner >> position >> version))
@@ -116,10 +125,21 @@ ScheduleRecord::Read ScheduleRecord::read(const std::string& path) {
             r.record.live_learners(static_cast<int>(live));
         } else if (kind == "check" && !(fields >> rest)) {
             r.record.check();
+        } else if (kind == "sum") {
+            int64_t count = -1;
+            if (!(fields >> count) || (fields >> rest) || count < 1 || count > 1000000)
+                throw bad(n, "'" + line + "' is not \"sum N\" with N of at least 1");
+            r.record.sum(static_cast<int>(count));
+            sum_left = count;
+            sum_line = n;
         } else {
-            throw bad(n, "'" + line + "' is none of \"g LEARNER POSITION VERSION [SECONDS]\", \"live N\", \"check\"");
+            throw bad(n, "'" + line +
+                             "' is none of \"g LEARNER POSITION VERSION [SECONDS]\", \"live N\", \"check\", \"sum N\"");
         }
     }
+    if (sum_left > 0 && r.record.events().size() == events.get<uint64_t>())
+        throw bad(n, "the record ends inside the sum of line " + std::to_string(sum_line) + ", " +
+                         std::to_string(sum_left) + " gradient line(s) short");
     if (r.record.events().size() != events.get<uint64_t>())
         throw bad(n, "the record ends after " + std::to_string(r.record.events().size()) + " of its " +
                          std::to_string(events.get<uint64_t>()) + " lines: cut short or altered");

@@ -5,9 +5,12 @@
 // gives the same weights, bit for bit (`rudra dist --replay`, dist/run/replay.cpp).
 //
 // File: a first line of JSON (the run's settings, what its learners computed with), then one
-// line per call: "g LEARNER POSITION VERSION [SECONDS]", "live N", "check". Written whole or not
-// at all. SECONDS, when there, is when the PS took the gradient: a virtual cluster's simulated
-// time (bench/simulate/virtual_cluster.py writes such records; a real run's PS writes none).
+// line per call: "g LEARNER POSITION VERSION [SECONDS]", "live N", "check", "sum N". Written
+// whole or not at all. SECONDS, when there, is when the PS took the gradient: a virtual cluster's
+// simulated time (bench/simulate/virtual_cluster.py writes such records; a real run's PS writes
+// none). "sum N": the next N gradient lines are one leaf PS's relayed sum (Rudra-adv and adv*),
+// added in the order listed and given to the rule as one bundle; only a virtual cluster's
+// record has them (a real leaf PS adds in an order the root does not see).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -18,9 +21,9 @@
 namespace rudra::dist {
 
 struct ScheduleEvent {
-    enum class Kind { Gradient, Live, Check };
+    enum class Kind { Gradient, Live, Check, Sum };
     Kind kind = Kind::Gradient;
-    int learner = 0;        // Gradient: the learner's index; Live: the learners still live
+    int learner = 0;        // Gradient: the learner's index; Live: the learners still live; Sum: its gradients
     int64_t position = 0;   // Gradient: that learner's gradients before this one
     int64_t version = 0;    // Gradient: the timestamp of the weights it was computed on
     double time_s = -1.0;   // Gradient: when the PS took it (simulated time), -1: not recorded
@@ -33,6 +36,8 @@ public:
     void gradient(int learner, int64_t version, double time_s = -1.0);
     void live_learners(int live) { events_.push_back({ScheduleEvent::Kind::Live, live, 0, 0, -1.0}); }
     void check() { events_.push_back({ScheduleEvent::Kind::Check, 0, 0, 0, -1.0}); }
+    // The next `count` gradients are one relayed sum.
+    void sum(int count) { events_.push_back({ScheduleEvent::Kind::Sum, count, 0, 0, -1.0}); }
     const std::vector<ScheduleEvent>& events() const { return events_; }
     int learners() const { return static_cast<int>(positions_.size()); }
     size_t gradients() const;
@@ -42,8 +47,8 @@ public:
 
     struct Read;
     // Throws std::runtime_error naming the file, the line and the problem: not a schedule, a
-    // malformed line, a learner out of range, a position out of its learner's order, a file cut
-    // short (the header counts the lines).
+    // malformed line, a learner out of range, a position out of its learner's order, a sum
+    // whose gradient lines do not follow it, a file cut short (the header counts the lines).
     static Read read(const std::string& path);
 
 private:

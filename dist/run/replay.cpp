@@ -34,6 +34,7 @@
 #include "dist/run/replay_epoch_lines.h"
 #include "dist/run/replay_learners.h"
 #include "dist/run/roles.h"
+#include "nn/arena_loop.h"
 #include "nn/atomic_file.h"
 #include "session/exit_codes.h"
 #include "session/run_folder.h"
@@ -135,7 +136,7 @@ public:
 
     bool save(session::CheckpointWhy why, const session::RunPosition& at) override {
         if (ended_) return true;  // the replay is complete: final.rudra follows
-        if (!p_.rule.idle()) return false;
+        if (!p_.rule.idle() || sum_left_ > 0) return false;
         const std::string versions = versions_file_name(next_);
         write_versions((fs::path(p_.o.output) / versions).string(), versions_, next_);
         session::CheckpointFacts facts;
@@ -179,12 +180,21 @@ private:
                 p_.epochs.loss(ahead_.take(i, version->second.data()));
                 if (last_use_[e.version] == i) versions_.erase(version);
                 ++done_;
-                updated = p_.rule.add_gradient(e.learner, e.version, ahead_.learner(e.learner).run.params().grads());
+                const float* grad = ahead_.learner(e.learner).run.params().grads();
+                if (sum_left_ > 0) {
+                    add_to_sum(e, grad);
+                    if (--sum_left_ == 0) updated = p_.rule.add_bundle(bundle_, sum_.data());
+                } else {
+                    updated = p_.rule.add_gradient(e.learner, e.version, grad);
+                }
                 if (updated) after_update(e.time_s);
                 ahead_.start_ready(i + 1, [&](int64_t v) {
                     const auto it = versions_.find(v);
                     return it == versions_.end() ? nullptr : it->second.data();
                 });
+            } else if (e.kind == ScheduleEvent::Kind::Sum) {
+                sum_left_ = e.learner;
+                bundle_.clear();
             } else if (e.kind == ScheduleEvent::Kind::Live) {
                 p_.rule.set_live_learners(e.learner);
             } else if ((updated = p_.rule.update_if_complete())) {
@@ -202,6 +212,16 @@ private:
             next_report_ += report_every_;
         }
         return updated;
+    }
+    // A leaf PS's sum, built as dist/ps/relay_server.cpp builds it: the first gradient copied,
+    // the others added in the record's order.
+    void add_to_sum(const ScheduleEvent& e, const float* grad) {
+        const long n = static_cast<long>(p_.ps.params().size());
+        if (sum_.size() < static_cast<size_t>(n)) sum_ = kernels::AlignedBuffer(static_cast<size_t>(n));
+        float* s = sum_.data();
+        if (bundle_.empty()) nn::arena_loop(n, [&](long j) { s[j] = grad[j]; });
+        else nn::arena_loop(n, [&](long j) { s[j] += grad[j]; });
+        bundle_.push_back({e.learner, e.version});
     }
     void after_update(double time_s) {
         keep_version();
@@ -224,6 +244,9 @@ private:
     std::chrono::steady_clock::time_point started_;
     size_t done_ = 0, report_every_ = 1, next_report_ = 0;
     bool ended_ = false;
+    int sum_left_ = 0;  // gradients still to come in the relayed sum being built
+    std::vector<dist::BundledGradient> bundle_;
+    kernels::AlignedBuffer sum_;
 };
 
 }  // namespace
