@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The virtual cluster (bench/simulate/virtual_cluster.py): the simulator's schedule of a described
 # cluster, computed for real by `rudra dist --replay` in one process, for the PS and for the adv
-# and adv* trees (whose leaf PSs send sums). The same arguments give the same bytes, another seed
-# others; the staleness the rule counts is the simulator's, histogram for histogram; the epoch lines carry the simulated time; one stopped by a signal goes on from its
-# checkpoint to the same bytes; the sweep's collection reads the output as a run's.
+# and adv* trees (whose leaf PSs send sums), and with slow learners, backups, K-sync and a
+# staleness bound (the gradients the PS drops in the record too). The same arguments give the
+# same bytes, another seed others; the staleness the rule counts is the simulator's, histogram for
+# histogram, dropped for dropped; the epoch lines carry the simulated time; one stopped by a
+# signal goes on from its checkpoint to the same bytes; the sweep's collection reads the output
+# as a run's.
 # Usage: virtual_cluster_test.sh RUDRA_BINARY SOURCE_DIR
 . "$(dirname "$0")/harness.sh" "$@"
 mpi_test_setup
@@ -32,6 +35,13 @@ virtual advstar_hs --learners 8 --protocol hardsync --topology 'adv*' --leaf-siz
 # 2-softsync over leaves of 3 and 5 learners: shares of 1 and 2 gradients, and an update takes a
 # sum whole, so some take 5 gradients where c is 4 (the rule then counts what the simulator did).
 virtual advstar_s2 --learners 8 --protocol softsync --n 2 --topology 'adv*' --leaf-sizes 3,5 --seed 1
+# Slow learners: hardsync with a backup and a learner 3 times slower, K-sync with every learner
+# sometimes twice as slow, async with a staleness bound. The record has the gradients the PS
+# dropped too, and the rule drops the same ones.
+virtual backup --learners 8 --protocol hardsync --backup 2 --straggler 0:3 --seed 1
+virtual ksync --learners 8 --protocol ksync --k 6 --straggler all:2:0.2 --seed 1
+virtual bound --learners 8 --protocol async --max-staleness 4 --straggler 1:3 --base-lr 0.002 --seed 1
+grep -q "^virtual cluster: 2-backup-hardsync, 8 learners" "$work/backup.log" && pass || fail "backup: the simulator's line"
 cmp -s "$work/adv/final.rudra" "$work/adv_again/final.rudra" && pass || fail "adv: final.rudra differs between two runs"
 cmp -s "$work/adv/final.rudra" "$work/a1/final.rudra" && fail "adv: a1's weights" || pass
 # Each update of 8 gradients is two sums of 4: the record says so, line by line.
@@ -41,6 +51,10 @@ grep -q '^sum 3$' "$work/advstar_hs/schedule.txt" && grep -q '^sum 5$' "$work/ad
   fail "advstar_hs: sums of the leaves' 3 and 5 learners"
 grep -q '"topology":"adv\*"' "$work/advstar_hs/schedule.txt" && grep -q "staleness 0.00 (max 0)" "$work/advstar_hs.log" &&
   pass || fail "advstar_hs: adv* in the settings, hardsync's staleness 0"
+for name in backup ksync bound; do
+  python3 -c "import json,sys; sys.exit(0 if json.load(open('$work/$name/staleness.json'))['dropped'] > 0 else 1)" &&
+    pass || fail "$name: no gradient dropped"
+done
 grep -q "^replay: 124 gradients, 28 updates" "$work/advstar_s2.log" && pass ||
   { fail "advstar_s2: 124 gradients in 28 updates (c 4)"; tail -3 "$work/advstar_s2.log"; }
 timeout 60 python3 "$vc" "$work/adv_pg" --rudra "$rudra" --solver "$solver" --data "$data" --batch 16 --learners 8 \
@@ -55,7 +69,7 @@ grep -q "^virtual cluster: async, 8 learners, base: 120 updates in [0-9.]* simul
   fail "a1: the simulator's line"
 # The rule's staleness (computed by rudra from the schedule) is the simulator's, and the last
 # epoch ends at the simulated time of the schedule's last gradient.
-for name in a1 s4 adv advstar_hs advstar_s2; do
+for name in a1 s4 adv advstar_hs advstar_s2 backup ksync bound; do
   python3 - "$work/$name" <<'PY' && pass || fail "$name: staleness or time differ from the simulator's"
 import json, sys
 run = sys.argv[1]
@@ -64,10 +78,11 @@ stale = json.load(open(run + "/staleness.json"))
 epochs = [json.loads(l) for l in open(run + "/metrics.jsonl") if '"event":"epoch"' in l]
 last_time = float(open(run + "/schedule.txt").read().splitlines()[-1].split()[4])
 sim = head["simulated"]
-ok = stale["histogram"] == sim["histogram"] and len(epochs) == 2 and abs(epochs[-1]["elapsed_s"] - last_time) < 1e-9
+ok = stale["histogram"] == sim["histogram"] and stale["dropped"] == sim["dropped"] and len(epochs) == 2 and abs(epochs[-1]["elapsed_s"] - last_time) < 1e-9
 ok = ok and abs(last_time - sim["seconds"]) < 1e-5 and epochs[0]["elapsed_s"] < epochs[1]["elapsed_s"]
 if not ok:
-    print(stale["histogram"], sim["histogram"], [e["elapsed_s"] for e in epochs], last_time, sim["seconds"])
+    print(stale["histogram"], sim["histogram"], stale["dropped"], sim["dropped"], [e["elapsed_s"] for e in epochs],
+          last_time, sim["seconds"])
 sys.exit(0 if ok else 1)
 PY
 done
@@ -101,10 +116,10 @@ stop_and_resume adv --learners 8 --protocol softsync --n 1 --topology adv --lear
 timeout 60 python3 "$vc" "$work/s4" --resume --rudra "$rudra" >"$work/no_resume.log" 2>&1
 [ $? != 0 ] && grep -q "no checkpoint.rudra to go on from" "$work/no_resume.log" && pass ||
   fail "--resume of a finished virtual run: refused"
-# The sweep's collection reads the virtual runs' folders as runs': 10 runs of 2 epochs.
+# The sweep's collection reads the virtual runs' folders as runs': 13 runs of 2 epochs.
 if python3 "$src/tools/sweep/sweep.py" collect "$work" >"$work/collect.log" 2>&1; then pass
 else fail "sweep.py collect"; cat "$work/collect.log"; fi
-grep -q "^collect: 10 runs, 20 epoch rows" "$work/collect.log" && pass || { fail "collect: 10 runs, 20 epoch rows"; cat "$work/collect.log"; }
+grep -q "^collect: 13 runs, 26 epoch rows" "$work/collect.log" && pass || { fail "collect: 13 runs, 26 epoch rows"; cat "$work/collect.log"; }
 # Its folder holds a run: a second virtual run there is refused.
 timeout 60 python3 "$vc" "$work/s4" --rudra "$rudra" --solver "$solver" --data "$data" --batch 16 --learners 4 \
   "${cluster[@]}" >"$work/again.log" 2>&1

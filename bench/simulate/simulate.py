@@ -93,7 +93,14 @@ class Sim:
         self.events = []
         self.seq = 0
         lam = a.learners
-        self.per_update = lam if a.protocol == "hardsync" else (1 if a.protocol == "async" else max(1, lam // a.n))
+        self.per_update = {"hardsync": lam - a.backup, "async": 1, "ksync": a.k, "kasync": a.k}.get(
+            a.protocol, max(1, lam // a.n))
+        # Hardsync and K-sync: an update takes gradients of the current weights only, and a learner
+        # that holds them waits for the next; with backups and under K-sync a late gradient is
+        # dropped, as is one past a staleness bound.
+        self.synchronous = a.protocol in ("hardsync", "ksync")
+        self.drops_late = (a.protocol == "hardsync" and a.backup > 0) or a.protocol == "ksync"
+        self.dropped = 0
         self.ts = 0
         self.bucket = []  # gradients' timestamps waiting for the next update
         self.stale = Counter()
@@ -256,6 +263,15 @@ class Sim:
         k = 1.0 / (a.compute_cv ** 2)  # gamma with that mean and coefficient of variation
         return self.rng.gammavariate(k, mean / k)
 
+    def straggling(self, i, seconds):
+        """As a run's --straggler: after a mini-batch of `seconds`, the learner sleeps FACTOR - 1
+        times that (off the cores), with probability P."""
+        slow = self.a.stragglers.get(i, self.a.stragglers.get("all"))
+        if slow is None:
+            return 0.0
+        factor, p = slow
+        return (factor - 1.0) * seconds if p >= 1.0 or self.rng.random() < p else 0.0
+
     def pull(self, i):
         self.to_ps(self.a.request_bytes, 0.0, self.node_of[i], self.ps_message, ("pull", i))
 
@@ -278,7 +294,8 @@ class Sim:
     def computed(self, i, ts):
         self.computing[i] = False
         self.compute_s[i] += self.now - self.started[i]  # wall time: slowed where cores are shared
-        self.at(max(self.now, self.push_free[i]), self.push, i, ts)
+        ready = self.now + self.straggling(i, self.now - self.started[i])
+        self.at(max(ready, self.push_free[i]), self.push, i, ts)
 
     def push(self, i, ts):
         self.grads_on_way += 1
@@ -311,10 +328,16 @@ class Sim:
         msg = self.ps_queue.popleft()
         self.run_on_cores(("ps",), self.message_cost(msg), self.ps_done, msg)
 
+    def refused(self, ts):
+        """Whether the PS drops a gradient of timestamp ts: late under backups and K-sync, or past
+        the staleness bound."""
+        bound = self.a.max_staleness
+        return (self.drops_late and ts < self.ts) or (bound >= 0 and self.ts - ts > bound)
+
     def message_cost(self, msg):
         """The PS's time for a message: a pull's answer, or adding gradients (and the update they
         complete)."""
-        if msg[0] not in ("grad", "sum"):
+        if msg[0] not in ("grad", "sum") or (msg[0] == "grad" and self.refused(msg[2])):
             return self.a.request_us * 1e-6
         gradients = 1 if msg[0] == "grad" else len(msg[2])
         cost = self.a.grad_ms * 1e-3
@@ -339,7 +362,7 @@ class Sim:
                 t, g = self.taken[i]
                 self.lags.append((self.now - t, self.gradients_taken - g))
                 self.taken[i] = None
-            if self.a.protocol == "hardsync" and self.have[i] >= self.ts:
+            if self.synchronous and self.have[i] >= self.ts:
                 self.deferred.append(i)
             else:
                 sent = self.reply(i)
@@ -372,7 +395,10 @@ class Sim:
                 self.request_behind[i] = False
                 lag = self.rng.expovariate(1.0 / (self.a.request_lag_ms * 1e-3))
                 self.at(self.now + lag, self.ps_message, ("pull", i))
-            self.bucket.append(ts)
+            if self.refused(ts):
+                self.dropped += 1
+            else:
+                self.bucket.append(ts)
             if len(self.bucket) >= self.per_update:
                 self.apply_update()
                 waiting, self.deferred = self.deferred, []
@@ -396,6 +422,15 @@ class Sim:
         return left
 
     # -- run ------------------------------------------------------------------------------------
+    def protocol_name(self):
+        """As a run's metrics name it (dist/ps/protocol.h)."""
+        a = self.a
+        if a.protocol == "hardsync":
+            return f"{a.backup}-backup-hardsync" if a.backup else "hardsync"
+        if a.protocol == "softsync":
+            return f"{a.n}-softsync"
+        return f"{a.k}-{a.protocol}" if a.protocol in ("ksync", "kasync") else a.protocol
+
     def begin(self):
         for i in range(self.a.learners):
             self.at(self.rng.uniform(0, 1e-4), self.pull, i)
@@ -416,7 +451,7 @@ class Sim:
         mean = sum(s * c for s, c in self.stale.items()) / total if total else 0.0
         width = max(self.stale) + 1 if self.stale else 1
         return {
-            "protocol": self.a.protocol if self.a.protocol != "softsync" else f"{self.a.n}-softsync",
+            "protocol": self.protocol_name(), "dropped": self.dropped,
             "learners": lam, "mode": self.a.mode, "updates": self.updates, "seconds": self.now,
             "updates_per_s": self.updates / self.now if self.now else 0.0,
             "gradients_per_s": total / self.now if self.now else 0.0,
@@ -436,8 +471,20 @@ class Sim:
 def parse(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--learners", type=int, required=True, help="lambda")
-    p.add_argument("--protocol", choices=["hardsync", "softsync", "async"], default="softsync")
+    p.add_argument("--protocol", choices=["hardsync", "softsync", "async", "ksync", "kasync"], default="softsync")
     p.add_argument("--n", type=int, default=1, help="n of n-softsync")
+    p.add_argument("--backup", type=int, default=0,
+                   help="hardsync: backup learners; an update takes the first lambda - B gradients of the weights, "
+                        "later ones are dropped")
+    p.add_argument("--k", type=int, default=0,
+                   help="ksync: an update takes the first K gradients of the weights (later ones dropped); kasync: "
+                        "any K gradients")
+    p.add_argument("--max-staleness", type=int, default=-1,
+                   help="softsync, async, kasync, base mode: the PS drops a gradient more than S updates old (-1: none)")
+    p.add_argument("--straggler", action="append", default=[], metavar="LEARNER:FACTOR[:P]",
+                   help="as a run's --straggler, by learner index (0 .. lambda-1) or 'all': after a mini-batch "
+                        "that learner sleeps FACTOR - 1 times its compute time, with probability P (default 1); "
+                        "repeatable")
     p.add_argument("--mode", choices=["base", "overlap"], default="base",
                    help="base: wait for each pull; overlap: compute while pulling (adv* always overlaps)")
     p.add_argument("--topology", choices=["base", "adv", "adv*"], default="base",
@@ -498,10 +545,41 @@ def parse(argv=None):
         p.error("--compute-ms, --model-bytes and the bandwidths must be positive")
     if a.learners_per_node < 1 or a.broadcast_fan_out < 1:
         p.error("--learners-per-node and --broadcast-fan-out must be >= 1")
+    check_slow_learner_options(a, p.error)
     a.leaves = leaf_sizes(a, p.error)
     a.leaf_of = leaf_of(a, p.error)
     a.learner_nodes = learner_nodes(a, p.error)
     return a
+
+
+def check_slow_learner_options(a, error):
+    """--backup, --k, --max-staleness and --straggler, as `rudra dist` takes them; sets a.stragglers."""
+    if a.backup and (a.protocol != "hardsync" or not 0 < a.backup < a.learners):
+        error("--backup B is for --protocol hardsync, with B from 1 to lambda - 1")
+    if (a.protocol in ("ksync", "kasync")) != (a.k != 0) or (a.k and not 1 <= a.k <= a.learners):
+        error("--k K goes with --protocol ksync or kasync (and they need it), K from 1 to lambda")
+    if a.max_staleness >= 0 and a.protocol in ("hardsync", "ksync"):
+        error("--max-staleness bounds softsync, async and kasync (hardsync and K-sync are never stale)")
+    if a.max_staleness >= 0 and a.mode != "base":
+        error("--max-staleness: not modelled in overlap mode (a bounded learner computes only on the weights its "
+              "last pull brought)")
+    if a.topology != "base" and (a.backup or a.protocol == "ksync" or a.max_staleness >= 0):
+        error("--backup, ksync and --max-staleness drop single gradients at the PS, and a leaf PS sends sums: "
+              "--topology base only")
+    a.stragglers = {}
+    for text in a.straggler:
+        parts = text.split(":")
+        try:
+            who = "all" if parts[0] == "all" else int(parts[0])
+            factor = float(parts[1])
+            p = float(parts[2]) if len(parts) == 3 else 1.0
+            if len(parts) not in (2, 3) or not factor >= 1.0 or not 0.0 < p <= 1.0 or \
+                    (who != "all" and not 0 <= who < a.learners):
+                raise ValueError
+        except (ValueError, IndexError):
+            error(f"--straggler '{text}': expected LEARNER:FACTOR[:P] with LEARNER in 0..{a.learners - 1} or 'all', "
+                  "FACTOR >= 1 and P in (0, 1]")
+        a.stragglers[who] = (factor, p)
 
 
 def learner_nodes(a, error):

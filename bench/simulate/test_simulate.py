@@ -3,7 +3,7 @@
 free communication (hardsync's rate is one update per compute time; async's staleness is
 lambda - 1; cores shared halve the rate), then the costs it adds (a slow link, the PS's update
 cost) moving the figures the way they must; the trees' leaf PSs and broadcast doing what they
-are for. Run by ctest (simulate_test)."""
+are for; backups, K-sync and the staleness bound dropping what they must. Run by ctest (simulate_test)."""
 import os
 import sys
 import unittest
@@ -202,6 +202,62 @@ class Costs(unittest.TestCase):
     def test_bad_options(self):
         with self.assertRaises(SystemExit):
             simulate(["--learners", "4", "--n", "5", "--compute-ms", "1", "--model-bytes", "1"])
+
+
+class SlowLearners(unittest.TestCase):
+    """Backups, K-sync, K-batch-async, the staleness bound and --straggler, as the PS's rule has them."""
+
+    def same(self, a, b):
+        for key in ("updates_per_s", "histogram", "dropped", "overlap_ratio"):
+            self.assertEqual(a[key], b[key], key)
+
+    def test_k_batch_async_of_c_is_softsync(self):
+        self.same(run("--learners", "8", "--protocol", "kasync", "--k", "2"),
+                  run("--learners", "8", "--protocol", "softsync", "--n", "4"))
+
+    def test_ksync_of_all_is_hardsync(self):
+        r = run("--learners", "4", "--protocol", "ksync", "--k", "4")
+        self.same(r, run("--learners", "4", "--protocol", "hardsync"))
+        self.assertEqual(r["protocol"], "4-ksync")
+
+    def test_a_straggler_sets_hardsyncs_pace_and_backups_drop_it(self):
+        slow = ("--straggler", "0:3")
+        hs = run("--learners", "4", "--protocol", "hardsync", *slow)
+        self.assertAlmostEqual(hs["updates_per_s"], 100.0 / 3, delta=0.5)
+        b = run("--learners", "4", "--protocol", "hardsync", "--backup", "1", *slow)
+        # The three others make every update; the straggler's gradient is late at each of its
+        # mini-batches (one per 3 updates), and dropped.
+        self.assertEqual(b["protocol"], "1-backup-hardsync")
+        self.assertAlmostEqual(b["updates_per_s"], 100.0, delta=1.0)
+        self.assertEqual(b["staleness_max"], 0)
+        self.assertAlmostEqual(b["dropped"], 400 / 3, delta=2)
+
+    def test_a_straggler_with_probability(self):
+        never = run("--learners", "4", "--protocol", "hardsync", "--straggler", "all:3:0.000001")
+        always = run("--learners", "4", "--protocol", "hardsync", "--straggler", "all:3:1")
+        half = run("--learners", "1", "--protocol", "hardsync", "--straggler", "0:3:0.5")
+        self.assertAlmostEqual(never["updates_per_s"], 100.0, delta=1.0)
+        self.assertAlmostEqual(always["updates_per_s"], 100.0 / 3, delta=0.5)
+        self.assertAlmostEqual(1.0 / half["updates_per_s"], 0.02, delta=0.003)  # 10 ms + half the time 20
+
+    def test_the_bound_drops_what_is_older(self):
+        free = run("--learners", "8", "--protocol", "async")
+        self.same(free, run("--learners", "8", "--protocol", "async", "--max-staleness", "1000"))
+        r = run("--learners", "8", "--protocol", "async", "--max-staleness", "3")
+        self.assertLessEqual(r["staleness_max"], 3)
+        self.assertGreater(r["dropped"], 0)
+        self.assertEqual(free["dropped"], 0)
+
+    def test_bad_slow_learner_options(self):
+        base = ["--learners", "4", "--compute-ms", "1", "--model-bytes", "1"]
+        for bad in (["--protocol", "softsync", "--backup", "1"], ["--protocol", "hardsync", "--backup", "4"],
+                    ["--protocol", "ksync"], ["--protocol", "kasync", "--k", "5"], ["--protocol", "async", "--k", "2"],
+                    ["--protocol", "hardsync", "--max-staleness", "2"],
+                    ["--protocol", "async", "--max-staleness", "2", "--mode", "overlap"],
+                    ["--protocol", "ksync", "--k", "2", "--topology", "adv"],
+                    ["--straggler", "4:2"], ["--straggler", "0:0.5"], ["--straggler", "all:2:0"], ["--straggler", "x"]):
+            with self.assertRaises(SystemExit, msg=" ".join(bad)):
+                simulate(base + bad)
 
 
 class Links(unittest.TestCase):

@@ -22,8 +22,11 @@ OUT/checkpoint.rudra to the bytes an uninterrupted run gives.
 
 With --topology adv or adv* (trees.py) the record has each leaf PS's sum as the root takes it
 ("sum N" and its N gradients, added in the order they reached the leaf), and the replay gives each
-sum to the rule whole, as the root does. Not modelled here: backups, K-sync and the staleness
-bound (simulate.py has none of them), EASGD and the decentralized methods.
+sum to the rule whole, as the root does. Backups (--backup), K-sync and K-batch-async (--protocol
+ksync|kasync --k K), the staleness bound (--max-staleness, base mode) and slow learners
+(--straggler LEARNER:FACTOR[:P]) are simulate.py's: the record has every gradient the PS took,
+the dropped ones too, and the rule drops them as the run's PS does. Not modelled here: EASGD
+and the decentralized methods.
 """
 import argparse
 import gzip
@@ -58,8 +61,8 @@ def train_images(data, limit):
 def settings(a, sim):
     """The run's settings as a real run's checkpoint and record keep them (dist/run/checkpoint.cpp)."""
     return {"solver": a.solver, "data": a.data, "format": "auto", "train_limit": a.train_limit, "test_limit": a.test_limit,
-            "mean": "", "bad_image": "stop", "protocol": sim.protocol, "n": sim.n, "backup": 0,
-            "max_staleness": -1, "k": 0, "batch": a.batch, "epochs": a.epochs, "mode": sim.mode,
+            "mean": "", "bad_image": "stop", "protocol": sim.protocol, "n": sim.n, "backup": sim.backup,
+            "max_staleness": sim.max_staleness, "k": sim.k, "batch": a.batch, "epochs": a.epochs, "mode": sim.mode,
             "lr_modulation": a.lr_modulation, "momentum_compensation": a.momentum_compensation,
             "reference_batch": a.reference_batch, "base_lr": a.base_lr, "momentum": a.momentum, "seed": a.seed, "warm_start": "",
             "tau": 1, "beta": 0.0, "topology": sim.topology, "ranks_per_node": 0, "fan_out": 0,
@@ -195,7 +198,7 @@ def main(argv=None):
     header = {"settings": settings(a, sim), "threads": 1, "conv_backend": "own",
               "simulated": {"cluster": cluster, "updates_per_s": result["updates_per_s"],
                             "seconds": result["seconds"], "overlap_ratio": result["overlap_ratio"],
-                            "histogram": result["histogram"]}}
+                            "histogram": result["histogram"], "dropped": result["dropped"]}}
     write_record(os.path.join(a.out, "schedule.txt"), header, model.taken_log)
     write_manifest(a, sim, sys.argv[1:] if argv is None else argv)
     gradients = sum(len(e[1]) if e[0] == "sum" else 1 for e in model.taken_log)
