@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A discrete-event model of Rudra-base: one parameter server, lambda learners, the hardsync,
-n-softsync and async protocols, base and overlap modes (and, in trees.py, the adv and adv* trees
+n-softsync and async protocols (and backups, K-sync, K-batch-async, a staleness bound), base and
+overlap modes (and, in trees.py, the adv and adv* trees
 with --topology). For what one machine cannot run:
 predicts updates per second, the staleness histogram, the learners' overlap ratio (compute over
 compute plus waiting) and the PS's traffic, from a few costs that `rudra` measures.
@@ -17,6 +18,11 @@ The model, as `rudra dist` does it (dist/ps/learner.cpp, dist/ps/parameter_serve
   `update_s` (the solver's step) once floor(lambda/n) gradients are in (hardsync: all lambda of
   the current timestamp; async: every gradient). Staleness: the PS's timestamp when it applies a
   gradient minus the gradient's.
+- Slow learners, as `rudra dist` has them: hardsync with --backup B takes the first lambda - B
+  gradients of the current timestamp, ksync the first K, and drops the late ones; kasync takes
+  any K; --max-staleness S drops a gradient more than S updates old (base mode). --straggler
+  LEARNER:FACTOR[:P] (a learner index, or all) makes a learner sleep FACTOR - 1 times its
+  mini-batch's compute time after it, with probability P, as the run's option does.
 - A message of B bytes takes latency + message_us + B / bandwidth; the PS's link carries one
   message at a time each way (latency overlaps, message_us and the bytes do not), a learner's
   its own. message_us is what a message costs beyond its bytes while it holds the sender's link

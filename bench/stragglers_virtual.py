@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Slow learners on the virtual cluster (bench/grids/stragglers_virtual.grid) from a sweep's
+runs.csv: for each method and straggler setting over its seeds, the images per simulated second
+over the whole run (the samples the PS took, dropped gradients not counted, over the simulated
+time of the last epoch), its share of the same method's without a straggler, the last epoch's
+test error and the gradients dropped, each as the mean with the half-width of its 95% confidence
+interval (Student's t over the seeds).
+
+  python3 bench/stragglers_virtual.py SWEEP_OUT     (after sweep.py collect SWEEP_OUT)
+"""
+import csv
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from table2_ci import mean_ci  # noqa: E402
+
+SETTINGS = [("", "no straggler"), ("0:3", "learner 0 3x slower"), ("all:3:0.1", "10% of mini-batches 3x")]
+
+
+def method(row):
+    name = row["protocol"]
+    if row.get("max_staleness") not in ("", None, "-1"):
+        name += f", S={row['max_staleness']}"
+    if row.get("momentum_compensation") == "1":
+        name += ", mc"
+    return name
+
+
+def cell(values, digits, scale=1.0):
+    m, h = mean_ci([v * scale for v in values])
+    return f"{m:,.{digits}f}" if h != h else f"{m:,.{digits}f} (±{h:,.{digits}f})"
+
+
+def main(argv):
+    if len(argv) != 1 or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    with open(os.path.join(argv[0], "runs.csv")) as f:
+        rows = list(csv.DictReader(f))
+    last, dropped = {}, {}
+    for r in rows:
+        if r["run"] not in last or int(r["epoch"]) > int(last[r["run"]]["epoch"]):
+            last[r["run"]] = r
+        dropped[r["run"]] = dropped.get(r["run"], 0.0) + float(r["dropped"] or 0)  # each epoch's
+    if not last:
+        sys.exit(f"{argv[0]}/runs.csv: no epoch rows")
+    groups = {}
+    for r in last.values():
+        groups.setdefault((method(r), r.get("straggler") or ""), []).append(r)
+    methods = sorted({m for m, _ in groups})
+    rate = {k: [float(r["samples"]) / float(r["elapsed_s"]) for r in v] for k, v in groups.items()}
+    head = " | ".join(f"{name}: images/s (share), error %, dropped" for _, name in SETTINGS)
+    print(f"| method | seeds | {head} |")
+    print("|---|---|" + "---|" * len(SETTINGS))
+    for m in methods:
+        cells = []
+        seeds = 0
+        for key, _ in SETTINGS:
+            runs = groups.get((m, key))
+            if not runs:
+                cells.append("")
+                continue
+            seeds = max(seeds, len(runs))
+            share = ""
+            if key and (m, "") in rate:
+                base = sum(rate[(m, "")]) / len(rate[(m, "")])
+                share = f" ({sum(rate[(m, key)]) / len(rate[(m, key)]) / base:.2f})"
+            cells.append(f"{cell(rate[(m, key)], 0)}{share}, {cell([float(r['test_error']) for r in runs], 1, 100.0)}, "
+                         f"{cell([dropped[r['run']] for r in runs], 0)}")
+        print(f"| {m} | {seeds} | " + " | ".join(cells) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
