@@ -8,12 +8,11 @@ interval (Student's t over the seeds).
 
   python3 bench/stragglers_virtual.py SWEEP_OUT     (after sweep.py collect SWEEP_OUT)
 """
-import csv
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from table2_ci import mean_ci  # noqa: E402
+from run_tables import cell, one_argument, read_rows  # noqa: E402
 
 SETTINGS = [("", "no straggler"), ("0:3", "learner 0 3x slower"), ("all:3:0.1", "10% of mini-batches 3x")]
 
@@ -27,24 +26,13 @@ def method(row):
     return name
 
 
-def cell(values, digits, scale=1.0):
-    m, h = mean_ci([v * scale for v in values])
-    return f"{m:,.{digits}f}" if h != h else f"{m:,.{digits}f} (±{h:,.{digits}f})"
-
-
 def main(argv):
-    if len(argv) != 1 or argv[0] in ("-h", "--help"):
-        print(__doc__)
-        return 0 if argv and argv[0] in ("-h", "--help") else 2
-    with open(os.path.join(argv[0], "runs.csv")) as f:
-        rows = list(csv.DictReader(f))
+    rows = read_rows(os.path.join(one_argument(argv, __doc__), "runs.csv"))
     last, dropped = {}, {}
     for r in rows:
         if r["run"] not in last or int(r["epoch"]) > int(last[r["run"]]["epoch"]):
             last[r["run"]] = r
         dropped[r["run"]] = dropped.get(r["run"], 0.0) + float(r["dropped"] or 0)  # each epoch's
-    if not last:
-        sys.exit(f"{argv[0]}/runs.csv: no epoch rows")
     groups = {}
     for r in last.values():
         groups.setdefault((method(r), r.get("straggler") or ""), []).append(r)

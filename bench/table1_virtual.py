@@ -13,7 +13,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from table2_ci import mean_ci  # noqa: E402
+from run_tables import cell, one_argument  # noqa: E402
 
 
 def read_run(folder):
@@ -35,23 +35,16 @@ def read_run(folder):
     return settings["learners"], settings["topology"], settings["seed"], figures
 
 
-def cell(values, digits):
-    m, h = mean_ci(values)
-    return f"{m:.{digits}f}" if h != h else f"{m:.{digits}f} (±{h:.{digits}f})"
-
-
 def main(argv):
-    if len(argv) != 1 or argv[0] in ("-h", "--help"):
-        print(__doc__)
-        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    folder = one_argument(argv, __doc__)
     groups = {}
-    for name in sorted(os.listdir(argv[0])):
-        run = read_run(os.path.join(argv[0], name))
+    for name in sorted(os.listdir(folder)):
+        run = read_run(os.path.join(folder, name))
         if run:
             learners, topology, _, figures = run
             groups.setdefault((learners, topology), []).append(figures)
     if not groups:
-        sys.exit(f"{argv[0]}: no finished virtual run (schedule.txt with a \"simulated\" header and final.rudra)")
+        sys.exit(f"{folder}: no finished virtual run (schedule.txt with a \"simulated\" header and final.rudra)")
     order = {"base": 0, "adv": 1, "adv*": 2}
     print("| learners | topology | seeds | overlap ratio | images/s (simulated) | updates/s | mean staleness | "
           "test error, last epoch |")

@@ -120,6 +120,17 @@ timeout 60 python3 "$vc" "$work/s4" --resume --rudra "$rudra" >"$work/no_resume.
 if python3 "$src/tools/sweep/sweep.py" collect "$work" >"$work/collect.log" 2>&1; then pass
 else fail "sweep.py collect"; cat "$work/collect.log"; fi
 grep -q "^collect: 13 runs, 26 epoch rows" "$work/collect.log" && pass || { fail "collect: 13 runs, 26 epoch rows"; cat "$work/collect.log"; }
+# The collection names each run's method, tree and slow learners as a run's.
+python3 - "$work/runs.csv" <<'PY' && pass || fail "collect: backup, straggler, bound and topology of the virtual runs"
+import csv, sys
+rows = {r["run"]: r for r in csv.DictReader(open(sys.argv[1]))}
+want = {"backup": {"backup": "2", "straggler": "0:3", "protocol": "2-backup-hardsync"},
+        "bound": {"max_staleness": "4", "straggler": "1:3"}, "ksync": {"k": "6", "straggler": "all:2:0.2"},
+        "adv": {"topology": "adv"}, "advstar_hs": {"topology": "adv*"}, "a1": {"topology": "base", "straggler": ""}}
+bad = [(run, k, rows[run][k], v) for run, fields in want.items() for k, v in fields.items() if rows[run][k] != v]
+print(bad) if bad else None
+sys.exit(1 if bad else 0)
+PY
 # Its folder holds a run: a second virtual run there is refused.
 timeout 60 python3 "$vc" "$work/s4" --rudra "$rudra" --solver "$solver" --data "$data" --batch 16 --learners 4 \
   "${cluster[@]}" >"$work/again.log" 2>&1

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "base/clock.h"
+#include "dist/run/methods.h"
 
 namespace rudra::dist::run {
 
@@ -32,6 +33,10 @@ EpochLines::EpochLines(const DistOptions& o, const Setup& s, const data::TrainTe
         j.at("elapsed").get_to(offset_s_);
     }
     nlohmann::ordered_json start = start_line(resumed ? "resume" : "start", o, s, sets, protocol.learners());
+    // What a run's statistics server adds (dist/run/stats_role.cpp), so that a sweep's collection
+    // reads a replay's or virtual cluster's method and tree as a run's.
+    if (const Method& m = method_of(protocol.kind()); m.record) m.record(o, protocol.learners(), start);
+    if (o.topology != "base") start["layout"] = {{"topology", o.topology}};
     start[simulated ? "virtual_cluster" : "replay_of"] = record;
     log_.write(start);
 }

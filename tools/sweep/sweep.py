@@ -428,8 +428,11 @@ def cmd_collect(a):
                     "momentum": s.get("momentum", ""), "seed": option_value(manifest["options"], "--seed"),
                     "epochs_planned": s.get("epochs", ""), "train_images": s.get("train_images", ""),
                     "warm_start_from": manifest.get("warm_start_from") or "", "backup": s.get("backup", ""),
-                    "k": s.get("k", ""), "max_staleness": s.get("max_staleness", ""),
-                    "straggler": s.get("straggler", ""),
+                    "k": s.get("k", ""),
+                    "max_staleness": s.get("max_staleness", option_value(manifest["options"], "--max-staleness") or ""),
+                    # A virtual run's slow learners are its cluster's (simulate.py's --straggler).
+                    "straggler": s.get("straggler", "") or ",".join(
+                        t for i, t in enumerate(manifest["options"][1:]) if manifest["options"][i] == "--straggler"),
                     "momentum_compensation": int(bool(s.get("momentum_compensation", False)))}
         seen = set()
         for e in events:
