@@ -12,7 +12,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run_tables import cell, one_argument, read_rows  # noqa: E402
+from run_tables import cell, last_epochs, one_argument, read_rows  # noqa: E402
 
 SETTINGS = [("", "no straggler"), ("0:3", "learner 0 3x slower"), ("all:3:0.1", "10% of mini-batches 3x")]
 
@@ -28,10 +28,8 @@ def method(row):
 
 def main(argv):
     rows = read_rows(os.path.join(one_argument(argv, __doc__), "runs.csv"))
-    last, dropped = {}, {}
+    last, dropped = last_epochs(rows), {}
     for r in rows:
-        if r["run"] not in last or int(r["epoch"]) > int(last[r["run"]]["epoch"]):
-            last[r["run"]] = r
         dropped[r["run"]] = dropped.get(r["run"], 0.0) + float(r["dropped"] or 0)  # each epoch's
     groups = {}
     for r in last.values():

@@ -226,10 +226,7 @@ private:
     float* sum() { return reinterpret_cast<float*>(filling_.data() + sizeof(GradientSumHeader)); }
 
     void accumulate(const float* g) {
-        float* s = sum();
-        const long n = static_cast<long>(c_.param_floats);
-        if (entries_.empty()) nn::arena_loop(n, [&](long i) { s[i] = g[i]; });
-        else nn::arena_loop(n, [&](long i) { s[i] += g[i]; });
+        add_to_relayed_sum(sum(), g, static_cast<long>(c_.param_floats), entries_.empty());
     }
 
     void add_gradient(const Envelope& e) {
@@ -288,6 +285,11 @@ private:
 };
 
 }  // namespace
+
+void add_to_relayed_sum(float* sum, const float* grad, long n, bool first) {
+    if (first) nn::arena_loop(n, [&](long i) { sum[i] = grad[i]; });
+    else nn::arena_loop(n, [&](long i) { sum[i] += grad[i]; });
+}
 
 RelaySummary run_relay(Transport& transport, const RelayConfig& config, Heartbeat& heartbeat,
                        const std::function<void(const std::string&)>& log) {

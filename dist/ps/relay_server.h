@@ -51,6 +51,11 @@ struct RelaySummary {
     int64_t weight_replies = 0, empty_replies = 0;  // answers to the children's pulls
 };
 
+// Adds a gradient (or a child's sum) of n floats into a leaf PS's sum: the first one copied, the
+// others added, in the order they come. The replay of a virtual cluster's record builds its sums
+// with it too, so that they are the leaf PS's to the bit.
+void add_to_relayed_sum(float* sum, const float* grad, long n, bool first);
+
 // Runs until the parent says stop and the children are done; `heartbeat` tells of the parent's
 // (rank 0's) silence. The last report to the statistics server carries the relay's traffic.
 RelaySummary run_relay(Transport& transport, const RelayConfig& config, Heartbeat& heartbeat,

@@ -86,17 +86,14 @@ ScheduleRecord::Read ScheduleRecord::read(const std::string& path) {
     Read r{header, ScheduleRecord(learners.get<int>())};
     int64_t n = 1;
     int64_t sum_left = 0, sum_line = 0;  // gradient lines still to come in the open sum, and its line
-    const auto in_sum = [&](const std::string& kind) {
-        if (sum_left > 0)
-            throw bad(n, "'" + kind + "' inside the sum of line " + std::to_string(sum_line) + ", whose " +
-                             std::to_string(sum_left) + " more gradient line(s) must come first");
-    };
     while (std::getline(in, line)) {
         ++n;
         std::istringstream fields(line);
         std::string kind, rest;
         fields >> kind;
-        if (kind != "g") in_sum(kind);
+        if (kind != "g" && sum_left > 0)
+            throw bad(n, "'" + kind + "' inside the sum of line " + std::to_string(sum_line) + ", whose " +
+                             std::to_string(sum_left) + " more gradient line(s) must come first");
         if (kind == "g") {
             if (sum_left > 0) --sum_left;
             int64_t learner = -1, position = -1, version = -1;

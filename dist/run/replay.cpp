@@ -26,6 +26,7 @@
 #include <unordered_map>
 
 #include "base/clock.h"
+#include "dist/ps/relay_server.h"
 #include "dist/ps/schedule_record.h"
 #include "dist/ps/update_rule.h"
 #include "dist/run/checkpoint.h"
@@ -34,7 +35,6 @@
 #include "dist/run/replay_epoch_lines.h"
 #include "dist/run/replay_learners.h"
 #include "dist/run/roles.h"
-#include "nn/arena_loop.h"
 #include "nn/atomic_file.h"
 #include "session/exit_codes.h"
 #include "session/run_folder.h"
@@ -213,14 +213,11 @@ private:
         }
         return updated;
     }
-    // A leaf PS's sum, built as dist/ps/relay_server.cpp builds it: the first gradient copied,
-    // the others added in the record's order.
+    // A leaf PS's sum, built as the leaf builds it, in the record's order.
     void add_to_sum(const ScheduleEvent& e, const float* grad) {
-        const long n = static_cast<long>(p_.ps.params().size());
-        if (sum_.size() < static_cast<size_t>(n)) sum_ = kernels::AlignedBuffer(static_cast<size_t>(n));
-        float* s = sum_.data();
-        if (bundle_.empty()) nn::arena_loop(n, [&](long j) { s[j] = grad[j]; });
-        else nn::arena_loop(n, [&](long j) { s[j] += grad[j]; });
+        const size_t n = p_.ps.params().size();
+        if (sum_.size() < n) sum_ = kernels::AlignedBuffer(n);
+        dist::add_to_relayed_sum(sum_.data(), grad, static_cast<long>(n), bundle_.empty());
         bundle_.push_back({e.learner, e.version});
     }
     void after_update(double time_s) {

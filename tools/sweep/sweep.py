@@ -392,13 +392,20 @@ def read_jsonl(path):
     return rows
 
 
-def option_value(options, name):
+def option_values(options, name):
+    """Every value given to the option, in order ("--name V" or "--name=V")."""
+    values = []
     for i, t in enumerate(options):
         if t == name and i + 1 < len(options):
-            return options[i + 1]
-        if t.startswith(name + "="):
-            return t[len(name) + 1:]
-    return ""
+            values.append(options[i + 1])
+        elif t.startswith(name + "="):
+            values.append(t[len(name) + 1:])
+    return values
+
+
+def option_value(options, name):
+    values = option_values(options, name)
+    return values[0] if values else ""
 
 
 def cmd_collect(a):
@@ -428,11 +435,9 @@ def cmd_collect(a):
                     "momentum": s.get("momentum", ""), "seed": option_value(manifest["options"], "--seed"),
                     "epochs_planned": s.get("epochs", ""), "train_images": s.get("train_images", ""),
                     "warm_start_from": manifest.get("warm_start_from") or "", "backup": s.get("backup", ""),
-                    "k": s.get("k", ""),
-                    "max_staleness": s.get("max_staleness", option_value(manifest["options"], "--max-staleness") or ""),
+                    "k": s.get("k", ""), "max_staleness": s.get("max_staleness", ""),
                     # A virtual run's slow learners are its cluster's (simulate.py's --straggler).
-                    "straggler": s.get("straggler", "") or ",".join(
-                        t for i, t in enumerate(manifest["options"][1:]) if manifest["options"][i] == "--straggler"),
+                    "straggler": s.get("straggler", "") or ",".join(option_values(manifest["options"], "--straggler")),
                     "momentum_compensation": int(bool(s.get("momentum_compensation", False)))}
         seen = set()
         for e in events:
