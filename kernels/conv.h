@@ -13,9 +13,11 @@
 
 namespace rudra::kernels {
 
-enum class ConvBackend { Own, Blis, Onednn, Reference };
+// OwnBf16: im2col + the own GEMM with BF16 inputs and FP32 sums (--precision bf16).
+enum class ConvBackend { Own, Blis, Onednn, Reference, OwnBf16 };
 
-std::optional<ConvBackend> conv_backend_from_name(const std::string& name);  // own, blis, onednn, reference
+// own, blis, onednn, reference, own_bf16
+std::optional<ConvBackend> conv_backend_from_name(const std::string& name);
 const char* conv_backend_name(ConvBackend backend);
 bool conv_backend_available(ConvBackend backend);  // BLIS and oneDNN are optional in a build
 

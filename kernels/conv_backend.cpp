@@ -21,6 +21,7 @@ std::optional<ConvBackend> conv_backend_from_name(const std::string& name) {
     if (name == "blis") return ConvBackend::Blis;
     if (name == "onednn") return ConvBackend::Onednn;
     if (name == "reference") return ConvBackend::Reference;
+    if (name == "own_bf16") return ConvBackend::OwnBf16;
     return std::nullopt;
 }
 
@@ -30,6 +31,7 @@ const char* conv_backend_name(ConvBackend backend) {
         case ConvBackend::Blis: return "blis";
         case ConvBackend::Onednn: return "onednn";
         case ConvBackend::Reference: return "reference";
+        case ConvBackend::OwnBf16: return "own_bf16";
     }
     return "?";
 }
@@ -67,6 +69,7 @@ std::unique_ptr<ConvKernel> make_conv_kernel(const ConvProblem& p, ConvBackend b
     switch (backend) {
         case ConvBackend::Own: return make_gemm_conv(p, GemmBackend::Own, threads, gate);
         case ConvBackend::Blis: return make_gemm_conv(p, GemmBackend::Blis, threads, gate);
+        case ConvBackend::OwnBf16: return make_gemm_conv(p, GemmBackend::OwnBf16, threads, gate);
 #ifdef RUDRA_HAVE_DNNL
         case ConvBackend::Onednn: return make_onednn_conv(p);
 #endif

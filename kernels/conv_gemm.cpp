@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "kernels/aligned_buffer.h"
+#include "kernels/bf16/bgemm.h"
 #include "kernels/conv.h"
 #include "kernels/conv_implicit.h"
 #include "kernels/gemm.h"
@@ -168,11 +169,15 @@ public:
                           : std::nullopt),
           col_floats_((implicit_ || gather_) && (implicit_bwd_ || gather_bwd_) && implicit_w_
                           ? 0
-                          : column_floats(g_, own_packed_, nr_)),
+                          : column_floats(g_, own_packed_ || backend == GemmBackend::OwnBf16,
+                                          backend == GemmBackend::OwnBf16 ? runnable_bf16_micro_kernels(gate).front()->nr
+                                                                          : nr_)),
           grad_floats_(round16(std::max(static_cast<size_t>(p.out_channels) * k_g(),
                                         implicit_w_ ? implicit_w_->acc_floats() : 0) +
                                p.out_channels)),
-          work_floats_(round16(std::max(im2col_scratch_floats(g_, own_packed_ ? nr_ : 0),
+          work_floats_(round16(std::max(im2col_scratch_floats(g_, own_packed_                        ? nr_
+                                                      : backend_ == GemmBackend::OwnBf16 ? 2 * std::max(kBf16RowPairs, 32)
+                                                                                      : 0),
                                         std::max({implicit_ ? implicit_->scratch_floats() : 0,
                                                   gather_ ? gather_->scratch_floats() : 0,
                                                   implicit_bwd_ ? implicit_bwd_->scratch_floats() : 0,
@@ -186,7 +191,11 @@ public:
           packed_wt_(own_packed_ && !implicit_bwd_ && !gather_bwd_ ? packed_a_floats(uk_, k_g(), m_g()) : 0),
           packed_rotated_w_(implicit_bwd_   ? implicit_bwd_->packed_floats()
                             : gather_bwd_ ? gather_bwd_->packed_floats()
-                                          : 0) {}
+                                          : 0),
+          buk_(*runnable_bf16_micro_kernels(gate).front()),
+          bf16_w_words_(backend == GemmBackend::OwnBf16 ? bf16_packed_a_words(buk_, m_g(), k_g()) : 0),
+          bf16_wt_words_(backend == GemmBackend::OwnBf16 ? bf16_packed_a_words(buk_, k_g(), m_g()) : 0),
+          bf16_w_(p.groups * (bf16_w_words_ + bf16_wt_words_)) {}
 
     void forward(const float* x, const float* w, const float* bias, float* y) override {
         // The own SGEMM packs the weights once for all images.
@@ -211,10 +220,33 @@ public:
             return;
         }
         if (own_packed_) pack_a_matrix(uk, Trans::No, m_g(), k_g(), w, k_g(), packed_w_.data());
+        if (bf16())  // the weights rounded and packed once for all images
+            for (int g = 0; g < p_.groups; ++g)
+                pack_bf16_a(buk_, Trans::No, m_g(), k_g(), w + g * m_g() * k_g(), k_g(), bf16_w(g));
+        if (bf16() && !g_.is_pointwise()) {
+            // Each group's im2col rows straight into the BF16 GEMM's B slivers.
+            for_images([&](int n, int t, int gemm_threads) {
+                float* yn = y + n * out_stride();
+                uint32_t* slivers_of_thread = reinterpret_cast<uint32_t*>(col_buffer(t));
+                for (int g = 0; g < p_.groups; ++g) {
+                    im2col_bf16_slivers(x + n * in_stride(), g_, g * k_g(), (g + 1) * k_g(), buk_.nr, buk_.pair_rows,
+                                        slivers_of_thread, work_buffer(t));
+                    gemm_bf16_prepacked(buk_, m_g(), pixels(), k_g(), 1.0f, bf16_w(g), slivers_of_thread, 0.0f,
+                                        yn + g * m_g() * pixels(), pixels(), gemm_threads);
+                }
+                if (bias) add_bias(bias, yn);
+            });
+            return;
+        }
         for_images([&](int n, int t, int gemm_threads) {
             float* yn = y + n * out_stride();
             const float* col = column(x + n * in_stride(), t);
-            if (own_packed_)
+            if (bf16())
+                for (int g = 0; g < p_.groups; ++g)
+                    gemm_bf16_prepacked_a(buk_, m_g(), pixels(), k_g(), 1.0f, bf16_w(g), Trans::No,
+                                          col + g * k_g() * pixels(), pixels(), 0.0f, yn + g * m_g() * pixels(),
+                                          pixels(), gemm_threads);
+            else if (own_packed_)
                 sgemm_prepacked_a(uk, m_g(), pixels(), k_g(), 1.0f, packed_w_.data(), Trans::No, col, pixels(), 0.0f,
                                   yn, pixels(), gemm_threads);
             else
@@ -248,11 +280,19 @@ public:
             return;
         }
         if (own_packed_) pack_a_matrix(uk, Trans::Yes, k_g(), m_g(), w, k_g(), packed_wt_.data());
+        if (bf16())
+            for (int g = 0; g < p_.groups; ++g)
+                pack_bf16_a(buk_, Trans::Yes, k_g(), m_g(), w + g * m_g() * k_g(), k_g(), bf16_wt(g));
         for_images([&](int n, int t, int gemm_threads) {
             const float* dyn = dy + n * out_stride();
             float* dxn = dx + n * in_stride();
             float* dcol = g_.is_pointwise() ? dxn : col_buffer(t);
-            if (own_packed_)
+            if (bf16())
+                for (int g = 0; g < p_.groups; ++g)
+                    gemm_bf16_prepacked_a(buk_, k_g(), pixels(), m_g(), 1.0f, bf16_wt(g), Trans::No,
+                                          dyn + g * m_g() * pixels(), pixels(), 0.0f, dcol + g * k_g() * pixels(),
+                                          pixels(), gemm_threads);
+            else if (own_packed_)
                 sgemm_prepacked_a(uk, k_g(), pixels(), m_g(), 1.0f, packed_wt_.data(), Trans::No, dyn, pixels(), 0.0f,
                                   dcol, pixels(), gemm_threads);
             else
@@ -291,6 +331,7 @@ public:
             return;
         }
         const int wcount = p_.out_channels * k_g();
+        const bool bf16_slivers = bf16() && !g_.is_pointwise() && buk_.nr <= 32;
         // One thread accumulates straight into dw; a team each into its own buffer, then reduces.
         const bool direct = team_ <= 1;
         if (!direct)
@@ -299,7 +340,16 @@ public:
             float* acc_w = direct ? dw : grad_buffer(t);
             float* acc_b = direct ? db : grad_buffer(t) + wcount;
             const float* dyn = dy + n * out_stride();
-            if (own_packed_) {
+            if (bf16_slivers) {
+                // Each group's col^T straight into the BF16 GEMM's B slivers.
+                uint32_t* slivers = reinterpret_cast<uint32_t*>(col_buffer(t));
+                for (int g = 0; g < p_.groups; ++g) {
+                    im2col_bf16_row_slivers(x + n * in_stride(), g_, g * k_g(), (g + 1) * k_g(), buk_.nr,
+                                            buk_.round_row, slivers, work_buffer(t), transpose_);
+                    gemm_bf16_b_slivers(buk_, Trans::No, m_g(), k_g(), pixels(), 1.0f, dyn + g * m_g() * pixels(),
+                                        pixels(), slivers, 1.0f, acc_w + g * m_g() * k_g(), k_g(), gemm_threads);
+                }
+            } else if (own_packed_) {
                 // col^T straight into the SGEMM's packed-B layout: no separate packing pass.
                 im2col_slivers(x + n * in_stride(), g_, nr_, col_buffer(t), work_buffer(t), transpose_);
                 sgemm_packed_b_slivers(uk_, Trans::No, m_g(), k_g(), pixels(), 1.0f, dyn,
@@ -401,6 +451,11 @@ private:
         im2col(image, g_, col_buffer(t), work_buffer(t));
         return col_buffer(t);
     }
+    bool bf16() const { return backend_ == GemmBackend::OwnBf16; }
+    uint32_t* bf16_w(int g) { return reinterpret_cast<uint32_t*>(bf16_w_.data()) + g * bf16_w_words_; }
+    uint32_t* bf16_wt(int g) {
+        return reinterpret_cast<uint32_t*>(bf16_w_.data()) + p_.groups * bf16_w_words_ + g * bf16_wt_words_;
+    }
     int m_g() const { return p_.out_channels / p_.groups; }
     int k_g() const { return g_.col_rows() / p_.groups; }
     int pixels() const { return g_.col_cols(); }
@@ -431,6 +486,11 @@ private:
     // The weights packed as A of forward and of backward-data (transposed, or rotated for the
     // implicit backward-data).
     AlignedBuffer packed_w_, packed_wt_, packed_rotated_w_;
+    // On own_bf16: the BF16 micro-kernel, and each group's weights rounded and packed as A of
+    // forward and of backward-data (pair words, in a float buffer of the same size).
+    Bf16MicroKernel buk_;
+    size_t bf16_w_words_, bf16_wt_words_;
+    AlignedBuffer bf16_w_;
 };
 
 // A grouped convolution on the own SGEMM as `groups` convolutions of one group's channels each,

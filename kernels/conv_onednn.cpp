@@ -172,12 +172,33 @@ private:
 
 }  // namespace
 
+namespace {
+
+dnnl::cpu_isa onednn_cap_for(Isa level) {
+    switch (level) {
+        case Isa::Avx512Bf16: return dnnl::cpu_isa::avx512_core_bf16;
+        case Isa::Avx512: return dnnl::cpu_isa::avx512_core;
+        case Isa::Avx2: return dnnl::cpu_isa::avx2;
+        default: return dnnl::cpu_isa::sse41;
+    }
+}
+
+}  // namespace
+
+const char* onednn_cap_name(Isa level) {
+    switch (level) {
+        case Isa::Avx512Bf16: return "avx512_core_bf16";
+        case Isa::Avx512: return "avx512_core";
+        case Isa::Avx2: return "avx2";
+        default: return "sse41";
+    }
+}
+
 void cap_onednn_isa() {
     static const bool applied = [] {
         const IsaGate& gate = isa_gate();
         if (!gate.capped()) return false;
-        const dnnl::cpu_isa cap = gate.top() == Isa::Avx2 ? dnnl::cpu_isa::avx2 : dnnl::cpu_isa::sse41;
-        return dnnl::set_max_cpu_isa(cap) == dnnl::status::success;
+        return dnnl::set_max_cpu_isa(onednn_cap_for(gate.top())) == dnnl::status::success;
     }();
     (void)applied;
 }

@@ -1,5 +1,7 @@
 #include "kernels/gemm.h"
 
+#include "kernels/bf16/bgemm.h"
+
 #include <omp.h>
 
 #include <stdexcept>
@@ -80,6 +82,9 @@ void sgemm(Trans ta, Trans tb, int m, int n, int k, float alpha, const float* a,
         case GemmBackend::Reference:
             sgemm_reference(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
             return;
+        case GemmBackend::OwnBf16:
+            gemm_bf16(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threads);
+            return;
     }
 }
 
@@ -102,6 +107,10 @@ const char* gemm_backend_name(GemmBackend backend) {
         case GemmBackend::Blis: return "blis";
         case GemmBackend::Onednn: return "onednn";
         case GemmBackend::Reference: return "reference";
+        case GemmBackend::OwnBf16: {
+            static const std::string name = std::string("own_bf16 (") + selected_bf16_micro_kernel().name + ")";
+            return name.c_str();
+        }
     }
     return "?";
 }

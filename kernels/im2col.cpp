@@ -134,6 +134,57 @@ void im2col_slivers(const float* img, const ConvGeometry& g, int nr, float* out,
     });
 }
 
+void im2col_bf16_slivers(const float* img, const ConvGeometry& g, int r0, int r1, int width, PairRowsFn pair_rows,
+                         uint32_t* out, float* scratch) {
+    // kBf16RowPairs pairs of rows at a time, then each sliver's steps of them in one run: pairing
+    // two rows into every sliver at once wrote to all the slivers' pages for every step.
+    const int P = g.col_cols(), taps = g.kernel_h * g.kernel_w, k2 = (r1 - r0 + 1) / 2;
+    const int slivers = (P + width - 1) / width;
+    float* rows = scratch + padded_floats(g);
+    for_rows(img, g, scratch, [&](auto&& make_row) {
+        for (int q0 = 0; q0 < k2; q0 += kBf16RowPairs) {
+            const int pairs = std::min(kBf16RowPairs, k2 - q0), first = r0 + 2 * q0;
+            const int count = std::min(2 * pairs, r1 - first);
+            for (int i = 0; i < count; ++i)
+                make_row((first + i) / taps, (first + i) % taps / g.kernel_w, (first + i) % g.kernel_w,
+                         rows + static_cast<int64_t>(i) * P);
+            for (int s = 0; s < slivers; ++s)
+                for (int q = 0; q < pairs; ++q) {
+                    const float* r = rows + static_cast<int64_t>(2 * q) * P + s * width;
+                    pair_rows(r, 2 * q + 1 < count ? r + P : nullptr, std::min(width, P - s * width), width,
+                              out + (static_cast<int64_t>(s) * k2 + q0 + q) * width);
+                }
+        }
+    });
+}
+
+void im2col_bf16_row_slivers(const float* img, const ConvGeometry& g, int r0, int r1, int width, RoundRowFn round_row,
+                             uint32_t* out, float* scratch, TransposeFn transpose_fn) {
+    const int P = g.col_cols(), taps = g.kernel_h * g.kernel_w, k2 = (P + 1) / 2;
+    float* rows = scratch + padded_floats(g);
+    // The rounded rows as pair words, k2 per row; moved by the transpose as floats (bits unchanged).
+    float* words = rows + static_cast<int64_t>(width) * P;
+    uint16_t* halves = reinterpret_cast<uint16_t*>(words);
+    for_rows(img, g, scratch, [&](auto&& make_row) {
+        for (int s0 = r0; s0 < r1; s0 += width) {
+            const int count = std::min(width, r1 - s0);
+            for (int i = 0; i < count; ++i) {
+                const int r = s0 + i;
+                float* row = rows + static_cast<int64_t>(i) * P;
+                make_row(r / taps, r % taps / g.kernel_w, r % g.kernel_w, row);
+                uint16_t* h = halves + static_cast<int64_t>(i) * 2 * k2;
+                round_row(row, h, static_cast<size_t>(P));
+                if (P % 2) h[P] = 0;
+            }
+            uint32_t* sliver = out + static_cast<int64_t>((s0 - r0) / width) * k2 * width;
+            transpose_fn(words, count, k2, k2, reinterpret_cast<float*>(sliver), width);
+            if (count < width)
+                for (int q = 0; q < k2; ++q)
+                    std::fill(sliver + static_cast<int64_t>(q) * width + count, sliver + static_cast<int64_t>(q + 1) * width, 0u);
+        }
+    });
+}
+
 void col2im(const float* col, const ConvGeometry& g, float* img, float* scratch) {
     const int oh = g.out_h(), ow = g.out_w();
     if (plain_width(g)) {

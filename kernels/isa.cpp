@@ -19,6 +19,7 @@ const char* isa_name(Isa isa) {
         case Isa::Reference: return "reference";
         case Isa::Avx2: return "avx2";
         case Isa::Avx512: return "avx512";
+        case Isa::Avx512Bf16: return "avx512_bf16";
         case Isa::Vsx: return "vsx";
         case Isa::Mma: return "mma";
     }
@@ -30,6 +31,7 @@ const char* isa_features(Isa isa) {
         case Isa::Reference: return "portable C++ for the architecture's baseline";
         case Isa::Avx2: return "AVX2 and FMA";
         case Isa::Avx512: return "AVX-512 F, DQ, BW and VL";
+        case Isa::Avx512Bf16: return "AVX-512 F, DQ, BW, VL and BF16";
         case Isa::Vsx: return "VSX";
         case Isa::Mma: return "POWER10 MMA";
     }
@@ -38,7 +40,7 @@ const char* isa_features(Isa isa) {
 
 const std::vector<Isa>& isa_levels() {
 #if defined(__x86_64__)
-    static const std::vector<Isa> levels{Isa::Avx512, Isa::Avx2, Isa::Reference};
+    static const std::vector<Isa> levels{Isa::Avx512Bf16, Isa::Avx512, Isa::Avx2, Isa::Reference};
 #elif defined(__powerpc64__)
     static const std::vector<Isa> levels{Isa::Mma, Isa::Vsx, Isa::Reference};
 #else
@@ -80,6 +82,10 @@ const char* architecture() {
 
 std::string isa_level_names() { return join_names(isa_levels()); }
 
+Isa fp32_level(Isa isa) { return isa == Isa::Avx512Bf16 ? Isa::Avx512 : isa; }
+
+bool has_bf16_dot(Isa isa) { return isa == Isa::Avx512Bf16 || isa == Isa::Mma; }
+
 CpuFeatures detect_cpu_features() {
     CpuFeatures f;
 #if defined(__x86_64__)
@@ -91,6 +97,7 @@ CpuFeatures detect_cpu_features() {
     f.avx512dq = __builtin_cpu_supports("avx512dq");
     f.avx512bw = __builtin_cpu_supports("avx512bw");
     f.avx512vl = __builtin_cpu_supports("avx512vl");
+    f.avx512bf16 = __builtin_cpu_supports("avx512bf16");
     f.amd = __builtin_cpu_is("amd");
 #elif defined(__powerpc64__)
     constexpr unsigned long kHwcapVsx = 0x00000080, kHwcap2Mma = 0x00020000;
@@ -110,6 +117,7 @@ bool cpu_has(const CpuFeatures& f, Isa isa) {
         case Isa::Reference: return true;
         case Isa::Avx2: return f.avx2 && f.fma;
         case Isa::Avx512: return f.avx512f && f.avx512dq && f.avx512bw && f.avx512vl && cpu_has(f, Isa::Avx2);
+        case Isa::Avx512Bf16: return f.avx512bf16 && cpu_has(f, Isa::Avx512);
         case Isa::Vsx: return f.vsx;
         case Isa::Mma: return f.mma && f.vsx;
     }
@@ -122,7 +130,7 @@ namespace {
 constexpr std::pair<bool CpuFeatures::*, const char*> kFeatures[] = {
     {&CpuFeatures::avx2, "avx2"},         {&CpuFeatures::fma, "fma"},           {&CpuFeatures::avx512f, "avx512f"},
     {&CpuFeatures::avx512dq, "avx512dq"}, {&CpuFeatures::avx512bw, "avx512bw"}, {&CpuFeatures::avx512vl, "avx512vl"},
-    {&CpuFeatures::vsx, "vsx"},           {&CpuFeatures::mma, "mma"}};
+    {&CpuFeatures::avx512bf16, "avx512bf16"}, {&CpuFeatures::vsx, "vsx"},  {&CpuFeatures::mma, "mma"}};
 
 }  // namespace
 
@@ -200,6 +208,9 @@ CpuFeatures compiled_for() {
 #endif
 #ifdef __AVX512VL__
     f.avx512vl = true;
+#endif
+#ifdef __AVX512BF16__
+    f.avx512bf16 = true;
 #endif
 #ifdef __MMA__
     f.mma = true;

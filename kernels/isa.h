@@ -3,7 +3,10 @@
 // peak measurement, and oneDNN's own dispatch) asks it which instruction-set levels it may use,
 // once, when the operation is set up (kernels/impl_list.h).
 //
-// Levels: on x86-64 avx512 > avx2 > reference, on POWER mma > vsx > reference. Code written for
+// Levels: on x86-64 avx512_bf16 > avx512 > avx2 > reference, on POWER mma > vsx > reference.
+// avx512_bf16 adds BF16 dot products (VDPBF16PS) to avx512 and has no FP32 code of its own: FP32
+// operations run their avx512 implementations there (fp32_level); POWER10's MMA level has BF16
+// outer products as well as FP32 ones. Code written for
 // a level uses exactly the features isa_features() names for it, and kernels/isa_target.h
 // compiles it with those features and no others. "reference" is portable C++ compiled for the
 // architecture's baseline (x86-64: SSE2; ppc64le: POWER8), which every CPU of it runs. The CPU
@@ -15,18 +18,22 @@
 
 namespace rudra::kernels {
 
-enum class Isa { Reference, Avx2, Avx512, Vsx, Mma };
+enum class Isa { Reference, Avx2, Avx512, Avx512Bf16, Vsx, Mma };
 
-const char* isa_name(Isa isa);      // "reference", "avx2", "avx512", "vsx", "mma"
+const char* isa_name(Isa isa);      // "reference", "avx2", "avx512", "avx512_bf16", "vsx", "mma"
 const char* isa_features(Isa isa);  // e.g. "AVX-512 F, DQ, BW and VL"
 // This build's architecture's levels, highest first, and their names ("avx512, avx2, reference").
 const std::vector<Isa>& isa_levels();
 std::string isa_level_names();
+// The level whose FP32 implementations run at `isa`: avx512 for avx512_bf16, else itself.
+Isa fp32_level(Isa isa);
+// Whether code written for the level has BF16 dot products with FP32 accumulation.
+bool has_bf16_dot(Isa isa);
 
 // What the CPU reports (and the operating system enables: AVX state saved on context switch).
 struct CpuFeatures {
     bool avx2 = false, fma = false;
-    bool avx512f = false, avx512dq = false, avx512bw = false, avx512vl = false;
+    bool avx512f = false, avx512dq = false, avx512bw = false, avx512vl = false, avx512bf16 = false;
     bool vsx = false, mma = false;
     bool amd = false;  // the vendor, for cache block sizes only
     // Cache sizes in bytes (one core's L1 data cache and L2, the L3 it shares), as the C library

@@ -16,6 +16,7 @@
 #if defined(__x86_64__)
 #define RUDRA_TARGET_AVX2 __attribute__((target("avx2,fma")))
 #define RUDRA_TARGET_AVX512 __attribute__((target("avx2,fma,avx512f,avx512dq,avx512bw,avx512vl")))
+#define RUDRA_TARGET_AVX512_BF16 __attribute__((target("avx2,fma,avx512f,avx512dq,avx512bw,avx512vl,avx512bf16")))
 #endif
 
 // Portable code compiled once per level. A body written once, as a struct with a static

@@ -26,6 +26,30 @@ using V = simd::Avx512;
 }  // namespace rudra::kernels::peak::avx512
 RUDRA_END_TARGET
 
+RUDRA_BEGIN_TARGET_AVX512_BF16
+#include "kernels/simd/avx512_bf16.h"
+namespace rudra::kernels::peak::avx512_bf16 {
+using V = simd::Avx512Bf16;
+// More chains than the FMA loop: a dot product's latency is longer.
+constexpr int kDotChains = 24;
+
+double dot_loop(int64_t reps, float* sink) {
+    V::F acc[kDotChains];
+    for (int i = 0; i < kDotChains; ++i) acc[i] = V::set1(0.001f * i);
+    const V::I x = V::pair_words(V::set1(0.999f), V::set1(1e-3f)), y = V::pair_words(V::set1(1e-4f), V::set1(1e-4f));
+    for (int64_t r = 0; r < reps; ++r)
+#pragma GCC unroll 24
+        for (int i = 0; i < kDotChains; ++i) acc[i] = V::dot_pairs(acc[i], x, y);
+    V::F s = acc[0];
+    for (int i = 1; i < kDotChains; ++i) s = V::add(s, acc[i]);
+    float out[V::kLanes];
+    V::store(out, s);
+    *sink = out[0] + out[V::kLanes - 1];
+    return 2.0 * 2 * V::kLanes * kDotChains * static_cast<double>(reps);
+}
+}  // namespace rudra::kernels::peak::avx512_bf16
+RUDRA_END_TARGET
+
 RUDRA_BEGIN_TARGET_AVX2
 #include "kernels/simd/avx2.h"
 namespace rudra::kernels::peak::avx2 {
@@ -80,11 +104,7 @@ FmaLoop widest(const IsaGate& gate, const char** isa) {
     return fma_scalar;
 }
 
-}  // namespace
-
-PeakResult measure_peak(int threads, double seconds, const IsaGate& gate) {
-    PeakResult result{0.0, ""};
-    const FmaLoop loop = widest(gate, &result.isa);
+double run_loop(FmaLoop loop, int threads, double seconds) {
     float sink = 0.0f;
     // Calibrate the pass count on one thread, then run it on all of them at once.
     int64_t reps = 1 << 16;
@@ -107,8 +127,24 @@ PeakResult measure_peak(int threads, double seconds, const IsaGate& gate) {
         if (local == 12345.0f) sink += local;
     }
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    result.gflops = flops / s * 1e-9 + (sink == 12345.0f ? 1e-30 : 0.0);
+    return flops / s * 1e-9 + (sink == 12345.0f ? 1e-30 : 0.0);
+}
+
+}  // namespace
+
+PeakResult measure_peak(int threads, double seconds, const IsaGate& gate) {
+    PeakResult result{0.0, ""};
+    const FmaLoop loop = widest(gate, &result.isa);
+    result.gflops = run_loop(loop, threads, seconds);
     return result;
+}
+
+PeakResult measure_bf16_peak(int threads, double seconds, const IsaGate& gate) {
+#if defined(__x86_64__)
+    if (gate.allows(Isa::Avx512Bf16)) return {run_loop(peak::avx512_bf16::dot_loop, threads, seconds), "avx512_bf16"};
+#endif
+    (void)threads, (void)seconds, (void)gate;
+    return {0.0, "none"};
 }
 
 }  // namespace rudra::kernels

@@ -13,4 +13,8 @@ struct PeakResult {
 // Runs for about `seconds` on `threads` OpenMP threads, on the widest vectors the gate allows.
 PeakResult measure_peak(int threads, double seconds = 0.3, const IsaGate& gate = isa_gate());
 
+// The BF16 peak, counted as FP32 FLOPs (2 per multiply-add): BF16 dot products (VDPBF16PS, two
+// multiply-adds per lane) where the gate allows avx512_bf16; {0, "none"} elsewhere.
+PeakResult measure_bf16_peak(int threads, double seconds = 0.3, const IsaGate& gate = isa_gate());
+
 }  // namespace rudra::kernels

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "kernels/bf16/bgemm.h"
 #include "kernels/conv.h"
 
 namespace rudra::nn {
@@ -22,7 +23,7 @@ std::vector<std::string> items(const std::string& spec) {
 
 void KernelOptions::validate() const {
     const auto parts = items(conv);
-    if (parts.empty()) throw std::invalid_argument("--conv-backend is empty (own, blis, onednn, reference or auto)");
+    if (parts.empty()) throw std::invalid_argument("--conv-backend is empty (own, own_bf16, blis, onednn, reference or auto)");
     for (size_t i = 0; i < parts.size(); ++i) {
         const std::string& p = parts[i];
         const size_t eq = p.find('=');
@@ -36,13 +37,13 @@ void KernelOptions::validate() const {
             const std::string first = name.substr(0, plus), second = name.substr(plus + 1);
             if (!known(first) || !known(second))
                 throw std::invalid_argument("--conv-backend '" + conv + "': '" + p +
-                                            "' needs two backends, for forward and backward-data (own, blis, "
-                                            "onednn, reference)");
+                                            "' needs two backends, for forward and backward-data (own, "
+                                            "own_bf16, blis, onednn, reference)");
             continue;
         }
         if (name != "auto" && !known(name))
             throw std::invalid_argument("--conv-backend '" + conv + "': unknown backend '" + name +
-                                        "' (own, blis, onednn, reference, auto)");
+                                        "' (own, own_bf16, blis, onednn, reference, auto)");
     }
 }
 
@@ -54,10 +55,28 @@ std::string KernelOptions::conv_for(const std::string& layer) const {
         const size_t eq = p.find('=');
         if (eq != std::string::npos && p.substr(0, eq) == layer) chosen = p.substr(eq + 1);
     }
-    return chosen;
+    if (!bf16) return chosen;
+    const auto in_bf16 = [](const std::string& name) { return name == "own" || name == "auto" ? "own_bf16" : name; };
+    const size_t plus = chosen.find('+');
+    if (plus == std::string::npos) return in_bf16(chosen);
+    return in_bf16(chosen.substr(0, plus)) + "+" + in_bf16(chosen.substr(plus + 1));
+}
+
+std::string KernelOptions::resolve_precision() {
+    bf16 = false;
+    if (precision == "fp32") return "";
+    if (precision != "bf16") throw std::invalid_argument("--precision '" + precision + "': fp32 or bf16");
+    const kernels::Bf16MicroKernel& uk = kernels::selected_bf16_micro_kernel();
+    if (uk.isa == kernels::Isa::Reference)
+        return std::string("precision: fp32, not bf16: the ISA gate (") + kernels::isa_gate().describe() +
+               ") allows no BF16 dot products (" + kernels::bf16_micro_kernel_choice() + ")";
+    bf16 = true;
+    return std::string("precision: bf16 (own and auto layers: BF16 GEMM inputs on the ") + uk.name +
+           " micro-kernel, FP32 sums, FP32 weights and solver)";
 }
 
 bool KernelOptions::uses_auto() const {
+    if (bf16) return false;
     for (const std::string& p : items(conv))
         if (p.substr(p.find('=') + 1) == "auto") return true;  // find: npos + 1 = 0 for a bare name
     return false;

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/bf16/bgemm.h"
 #include "kernels/conv.h"
 #include "kernels/lrn.h"
 #include "kernels/peak.h"
@@ -43,6 +44,11 @@ CpuFeatures avx512_cpu() {
     f.avx512f = f.avx512dq = f.avx512bw = f.avx512vl = true;
     return f;
 }
+CpuFeatures bf16_cpu() {
+    CpuFeatures f = avx512_cpu();
+    f.avx512bf16 = true;
+    return f;
+}
 #endif
 
 // What each operation runs at a level, on this architecture.
@@ -60,6 +66,7 @@ struct Expected {
 
 Expected expected_at(Isa level) {
     switch (level) {
+        case Isa::Avx512Bf16:  // its FP32 operations are avx512's
         case Isa::Avx512:
             return {"avx512",        "avx512_16x16",    "avx512_narrow",       "avx512_rows", "avx512_narrow",
                     "avx512_narrow", "portable_avx512", "fwd implicit_avx512", "avx512"};
@@ -119,6 +126,23 @@ TEST_CASE("x86-64 levels follow the features: AVX-512 needs F, DQ, BW and VL, AV
     CHECK(contains(gate.describe(), "the highest this CPU has"));
 }
 
+TEST_CASE("avx512_bf16 needs AVX512-BF16 on top of the whole avx512 level; its FP32 code is avx512's") {
+    CHECK(IsaGate(bf16_cpu()).top() == Isa::Avx512Bf16);
+    CpuFeatures no_dq = bf16_cpu();
+    no_dq.avx512dq = false;
+    CHECK(IsaGate(no_dq).top() == Isa::Avx2);
+    CHECK(contains(error_of(avx512_cpu(), "avx512_bf16"), "this CPU lacks AVX-512 F, DQ, BW, VL and BF16"));
+    const IsaGate capped(bf16_cpu(), "avx512");
+    CHECK(capped.capped());
+    CHECK(capped.refusal(Isa::Avx512Bf16) == "needs avx512_bf16, above the cap RUDRA_ISA=avx512");
+    CHECK(IsaGate(bf16_cpu()).allows(Isa::Avx512));
+    CHECK(describe_features(bf16_cpu()) == "avx2 fma avx512f avx512dq avx512bw avx512vl avx512bf16");
+    CHECK(error_of(bf16_cpu(), "sse") ==
+          "RUDRA_ISA=sse: not an instruction-set level of this x86-64 build (choices: avx512_bf16, avx512, avx2, "
+          "reference)");
+    CHECK(runnable_bf16_micro_kernels(capped).size() == 1);
+}
+
 TEST_CASE(
     "a cap lowers the levels allowed; a cap the CPU lacks or that does not exist is an error naming the choices") {
     const IsaGate capped(avx512_cpu(), "avx2");
@@ -132,7 +156,8 @@ TEST_CASE(
     CHECK(IsaGate(avx512_cpu(), "avx512").top() == Isa::Avx512);
 
     CHECK(error_of(avx512_cpu(), "sse") ==
-          "RUDRA_ISA=sse: not an instruction-set level of this x86-64 build (choices: avx512, avx2, reference)");
+          "RUDRA_ISA=sse: not an instruction-set level of this x86-64 build (choices: avx512_bf16, avx512, avx2, "
+          "reference)");
     CHECK(contains(error_of(avx512_cpu(), "vsx"), "not an instruction-set level of this x86-64 build"));
     CHECK(contains(error_of(avx2_cpu(), "avx512"), "RUDRA_ISA=avx512: this CPU lacks"));
     CHECK(error_of(avx2_cpu(), "AVX2") != "");  // names are exact
@@ -187,6 +212,10 @@ TEST_CASE("the cap reaches every operation: each one's implementation at each le
         CHECK(own->describe().rfind(want.conv_forward, 0) == 0);
 
         CHECK(std::string(measure_peak(1, 0.01, gate).isa) == want.peak);
+        // BF16: its own micro-kernel and peak at avx512_bf16 only; below it the reference kernel.
+        const bool bf16 = level == Isa::Avx512Bf16;
+        CHECK(std::string(runnable_bf16_micro_kernels(gate).front()->name) == (bf16 ? "avx512_bf16" : "reference"));
+        CHECK(std::string(measure_bf16_peak(1, 0.01, gate).isa) == (bf16 ? "avx512_bf16" : "none"));
 
         // Each choice says why the faster implementations were passed over: above the cap, or
         // not on this CPU.

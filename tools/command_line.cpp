@@ -47,8 +47,13 @@ void add_resize_options(CLI::App* cmd, int& height, int& width) {
 
 void add_kernel_options(CLI::App* cmd, nn::KernelOptions& k) {
     cmd->add_option("--conv-backend", k.conv,
-                    "convolution backend: own, blis, onednn, reference or auto (measure each layer once, cached), "
+                    "convolution backend: own, own_bf16, blis, onednn, reference or auto (measure each layer once, cached), "
                     "optionally followed by per-layer choices, e.g. auto,conv1=onednn")
+        ->capture_default_str();
+    cmd->add_option("--precision", k.precision,
+                    "fp32, or bf16: convolutions and inner products on own (or auto) take BF16 inputs with FP32 "
+                    "sums where the CPU has BF16 dot products (avx512_bf16); elsewhere it says so and runs fp32")
+        ->check(CLI::IsMember({"fp32", "bf16"}))
         ->capture_default_str();
     cmd->add_option("--auto-cache", k.auto_cache,
                     "cache file of --conv-backend auto ('default': $RUDRA_CACHE_DIR, $XDG_CACHE_HOME/rudra or "
@@ -166,9 +171,10 @@ void add_bench(CLI::App& app, BenchOptions& bench) {
     b->add_option("--mb", bench.minibatches, "mini-batch sweep for convolutions, e.g. 1,4,16,64,128,256")
         ->delimiter(',')
         ->check(checks::kPositiveInt);
-    b->add_option("--backends", bench.backends, "comma-separated: own, blis, onednn, openblas (GEMM), reference (pooling and LRN: own only)")
+    b->add_option("--backends", bench.backends, "comma-separated: own, blis, onednn, openblas (GEMM), own_bf16, onednn_bf16 (GEMM with BF16 inputs "
+                   "and FP32 sums), reference (pooling and LRN: own only)")
         ->delimiter(',')
-        ->check(CLI::IsMember({"own", "blis", "onednn", "openblas", "reference"}))
+        ->check(CLI::IsMember({"own", "blis", "onednn", "openblas", "own_bf16", "onednn_bf16", "reference"}))
         ->capture_default_str();
     b->add_option("--threads", bench.threads, "comma-separated thread counts (default: the OpenMP setting)")
         ->delimiter(',')

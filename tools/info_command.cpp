@@ -8,7 +8,9 @@
 
 #include "kernels/conv.h"
 #include "kernels/isa.h"
+#include "kernels/bf16/bgemm.h"
 #include "kernels/lrn.h"
+#include "kernels/onednn_isa.h"
 #include "kernels/pooling.h"
 #include "kernels/relu.h"
 #include "kernels/transpose.h"
@@ -34,6 +36,10 @@ void print_operations(const kernels::IsaGate& gate) {
     std::printf("  convolution (own): implicit_%s where the layer allows (stride 1: indirect and gather tiles of %s), "
                 "else im2col + sgemm_%s\n",
                 k.name, k.indirect ? k.name : "no micro-kernel here", k.name);
+    const kernels::Bf16MicroKernel& bk = kernels::selected_bf16_micro_kernel();
+    std::printf("  BF16 GEMM micro-kernel (BF16 inputs, FP32 sums): %s, tile %dx%d%s\n",
+                kernels::bf16_micro_kernel_choice().c_str(), bk.mr, bk.nr,
+                kernels::has_bf16_dot(gate.top()) ? "" : "; this level has no BF16 dot products");
     std::printf("  transpose: %s\n", kernels::transpose_impls(gate).c_str());
     std::printf("  max pooling: %s\n", kernels::PoolKernel::implementations(kernels::PoolMethod::Max, gate).c_str());
     std::printf("  average pooling: %s\n",
@@ -43,7 +49,7 @@ void print_operations(const kernels::IsaGate& gate) {
 #ifdef RUDRA_HAVE_DNNL
     if (gate.capped())
         std::printf("  oneDNN: its own dispatch, capped at %s to follow the gate\n",
-                    gate.top() == kernels::Isa::Avx2 ? "avx2" : "sse41");
+                    kernels::onednn_cap_name(gate.top()));
     else
         std::printf("  oneDNN: its own dispatch\n");
 #endif

@@ -34,6 +34,11 @@ int run_command(rudra::tools::CommandLine& cl, int* argc, char*** argv) {
     dist_command = cl.app.got_subcommand("dist");
 #endif
     if (!dist_command) rudra::kernels::selected_micro_kernel();
+    // --precision: said once, before the work (by `dist` on rank 0).
+    for (auto [name, kernels] : {std::pair{"train", &cl.train.kernels}, std::pair{"test", &cl.test.kernels},
+                                 std::pair{"time", &cl.time.kernels}})
+        if (cl.app.got_subcommand(name))
+            if (const std::string note = kernels->resolve_precision(); !note.empty()) std::fprintf(stderr, "%s\n", note.c_str());
     if (cl.app.got_subcommand("train")) return tools::run_train(cl.train);
     if (cl.app.got_subcommand("test")) return tools::run_test(cl.test);
     if (cl.app.got_subcommand("time")) return tools::run_time(cl.time);

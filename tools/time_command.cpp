@@ -90,7 +90,8 @@ int run_time(const TimeOptions& o) {
     }
     const double total_ms = ms_since(t_all) / o.iterations;
     std::printf("net %s, mini-batch %d, %d iterations, %d threads, gemm %s\n", net_path.c_str(), net.batch(),
-                o.iterations, omp_get_max_threads(), kernels::gemm_backend_name());
+                o.iterations, omp_get_max_threads(),
+                kernels::gemm_backend_name(o.kernels.bf16 ? kernels::GemmBackend::OwnBf16 : kernels::GemmBackend::Own));
     std::printf("ISA gate: %s\n", kernels::isa_gate().describe().c_str());
     std::printf("%-16s %-16s %12s %12s  %s\n", "layer", "type", "forward ms", "backward ms",
                 "backend: implementation per pass (and why faster ones were passed over)");

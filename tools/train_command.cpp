@@ -87,13 +87,14 @@ int run_train(const TrainOptions& o) {
     std::printf("mini-batch %d, %lld iterations (%.2f epochs), solver %s, base_lr %g, %d threads, gemm %s, output %s\n",
                 batch, static_cast<long long>(max_iter), static_cast<double>(max_iter) * batch / n_train,
                 nn::solver_type_name(solver_spec.type), solver_spec.lr.base_lr, omp_get_max_threads(),
-                kernels::gemm_backend_name(), out_dir.c_str());
+                kernels::gemm_backend_name(o.kernels.bf16 ? kernels::GemmBackend::OwnBf16 : kernels::GemmBackend::Own),
+                out_dir.c_str());
     std::fflush(stdout);
     log.write({{"event", "start"}, {"solver", o.solver}, {"net", solver_spec.net}, {"batch", batch},
                {"max_iter", max_iter}, {"threads", omp_get_max_threads()}, {"seed", rc.data_seed},
                {"train_images", n_train}, {"test_images", sets.test.size()},
                {"learnable_parameters", run.params().learnable_count()}, {"resumed_from", o.resume},
-               {"iteration", rc.start_iter}});
+               {"iteration", rc.start_iter}, {"precision", o.kernels.bf16 ? "bf16" : "fp32"}});
 
     session::ProgressBar bar(isatty(STDERR_FILENO) != 0);
     session::RunDisplay display;

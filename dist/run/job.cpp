@@ -316,6 +316,7 @@ int run_rank(DistOptions& o, const std::chrono::steady_clock::time_point process
              dist::MpiSession& mpi, dist::MpiTransport& transport, const dist::WaitPolicy& wait) {
     const int rank = transport.rank();
     kernels::selected_micro_kernel();  // a bad RUDRA_ISA or RUDRA_SGEMM_BLOCKS, before any work
+    if (const std::string note = o.kernels.resolve_precision(); !note.empty() && rank == kPsRank) say(note);
     if (transport.size() < 3)
         throw std::runtime_error("rudra dist needs at least 3 ranks (parameter server, statistics server, a learner); got " +
                                  std::to_string(transport.size()));

@@ -21,6 +21,8 @@
 // One string literal: _Pragma does not join adjacent ones.
 #define RUDRA_BEGIN_TARGET_AVX512 \
     _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,avx512f,avx512dq,avx512bw,avx512vl\"))), apply_to = function)")
+#define RUDRA_BEGIN_TARGET_AVX512_BF16 \
+    _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,avx512f,avx512dq,avx512bw,avx512vl,avx512bf16\"))), apply_to = function)")
 #define RUDRA_END_TARGET _Pragma("clang attribute pop")
 #else
 // GCC 12's intrinsics start some values undefined (_mm256_undefined_pd() and the like), which
@@ -33,5 +35,8 @@
 #define RUDRA_BEGIN_TARGET_AVX512                                   \
     RUDRA_GCC_QUIET_UNDEFINED_VECTORS _Pragma("GCC push_options") \
         _Pragma("GCC target(\"avx2,fma,avx512f,avx512dq,avx512bw,avx512vl\")")
+#define RUDRA_BEGIN_TARGET_AVX512_BF16                              \
+    RUDRA_GCC_QUIET_UNDEFINED_VECTORS _Pragma("GCC push_options") \
+        _Pragma("GCC target(\"avx2,fma,avx512f,avx512dq,avx512bw,avx512vl,avx512bf16\")")
 #define RUDRA_END_TARGET _Pragma("GCC pop_options") _Pragma("GCC diagnostic pop")
 #endif

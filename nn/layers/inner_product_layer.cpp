@@ -18,6 +18,7 @@ public:
         backend_ = backend_name_ == "blis"     ? kernels::GemmBackend::Blis
                    : backend_name_ == "onednn" ? kernels::GemmBackend::Onednn
                    : backend_name_ == "reference" ? kernels::GemmBackend::Reference
+                   : backend_name_ == "own_bf16"  ? kernels::GemmBackend::OwnBf16
                                                   : kernels::GemmBackend::Own;
         if (!kernels::gemm_backend_available(backend_))
             fail("GEMM backend '" + backend_name_ + "' is not available in this build");
