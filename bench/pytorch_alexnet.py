@@ -26,6 +26,7 @@ def main():
     ap.add_argument("--batch", type=int, required=True)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--iterations", type=int, default=5)
+    ap.add_argument("--bf16", action="store_true", help="CPU autocast to BF16 (mixed precision)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
@@ -34,7 +35,7 @@ def main():
     x = torch.randn(a.batch, 3, 227, 227)
     y = torch.randint(0, 1000, (a.batch,))
 
-    time_training(net, opt, x, y, a.threads, a.iterations, warmup=1)
+    time_training(net, opt, x, y, a.threads, a.iterations, warmup=1, bf16=a.bf16)
 
 if __name__ == "__main__":
     main()

@@ -13,10 +13,11 @@
 
 namespace rudra::kernels {
 
-// OwnBf16: im2col + the own GEMM with BF16 inputs and FP32 sums (--precision bf16).
-enum class ConvBackend { Own, Blis, Onednn, Reference, OwnBf16 };
+// OwnBf16: im2col + the own GEMM with BF16 inputs and FP32 sums (--precision bf16); OnednnBf16:
+// oneDNN's convolutions on BF16 tensors (FP32 weight gradients).
+enum class ConvBackend { Own, Blis, Onednn, Reference, OwnBf16, OnednnBf16 };
 
-// own, blis, onednn, reference, own_bf16
+// own, blis, onednn, reference, own_bf16, onednn_bf16
 std::optional<ConvBackend> conv_backend_from_name(const std::string& name);
 const char* conv_backend_name(ConvBackend backend);
 bool conv_backend_available(ConvBackend backend);  // BLIS and oneDNN are optional in a build

@@ -4,6 +4,9 @@
 #include <cstdio>
 #include <sstream>
 
+#include <vector>
+
+#include "kernels/bf16/bgemm.h"
 #include "kernels/sgemm/sgemm.h"
 
 namespace rudra::kernels {
@@ -49,11 +52,14 @@ std::string conv_descriptor(const ConvProblem& p) {
 // tiles), so that choices measured on older code are measured again.
 constexpr int kCacheGeneration = 5;
 
-AutoChoice measure_conv_backends(const ConvProblem& p, int threads) {
-    ConvBackend best = ConvBackend::Own, best_data = ConvBackend::Own;
+AutoChoice measure_conv_backends(const ConvProblem& p, int threads, bool bf16) {
+    ConvBackend best = bf16 ? ConvBackend::OwnBf16 : ConvBackend::Own, best_data = best;
     double best_s = 1e30, best_data_s = 1e30;
     std::string main_times, data_times;
-    for (ConvBackend be : {ConvBackend::Own, ConvBackend::Blis, ConvBackend::Onednn}) {
+    const std::vector<ConvBackend> candidates =
+        bf16 ? std::vector<ConvBackend>{ConvBackend::OwnBf16, ConvBackend::OnednnBf16}
+             : std::vector<ConvBackend>{ConvBackend::Own, ConvBackend::Blis, ConvBackend::Onednn};
+    for (ConvBackend be : candidates) {
         if (!conv_backend_available(be)) continue;
         ConvBench bench(p, be, threads);
         const auto [main_s, data_s] = time_passes(bench);
@@ -67,9 +73,10 @@ AutoChoice measure_conv_backends(const ConvProblem& p, int threads) {
                 conv_backend_name(best_data) + " (ms: " + data_times + ")"};
 }
 
-std::string auto_cache_key(const ConvProblem& p, int threads) {
+std::string auto_cache_key(const ConvProblem& p, int threads, bool bf16) {
     return conv_descriptor(p) + " threads " + std::to_string(threads) + " sgemm " +
-           selected_micro_kernel().kernel.name + " generation " + std::to_string(kCacheGeneration);
+           selected_micro_kernel().kernel.name + (bf16 ? std::string(" bf16 ") + selected_bf16_micro_kernel().name : "") +
+           " generation " + std::to_string(kCacheGeneration);
 }
 
 }  // namespace rudra::kernels

@@ -16,13 +16,14 @@ struct AutoChoice {
     std::string summary;  // e.g. "fwd+bwd_weights onednn (ms: own 0.52, blis 0.97, onednn 0.41), ..."
 };
 
-// Measures at the caller's OpenMP setting, which must be `threads`.
-AutoChoice measure_conv_backends(const ConvProblem& p, int threads);
+// Measures at the caller's OpenMP setting, which must be `threads`. bf16: among the backends with
+// BF16 inputs (own_bf16, onednn_bf16), for --precision bf16.
+AutoChoice measure_conv_backends(const ConvProblem& p, int threads, bool bf16 = false);
 
 // Benchdnn-style descriptor of the problem (mb..ic..ih..iw..oc..oh..ow..kh..kw..sh..sw..ph..pw..dh..dw..g..).
 std::string conv_descriptor(const ConvProblem& p);
 // What a measured choice depends on: the shape, the threads, the SGEMM micro-kernel and the
 // backends' code (a generation number raised when one got faster or slower).
-std::string auto_cache_key(const ConvProblem& p, int threads);
+std::string auto_cache_key(const ConvProblem& p, int threads, bool bf16 = false);
 
 }  // namespace rudra::kernels

@@ -13,7 +13,7 @@ namespace rudra::kernels {
 std::unique_ptr<ConvKernel> make_gemm_conv(const ConvProblem& p, GemmBackend backend, int threads, const IsaGate& gate);
 std::unique_ptr<ConvKernel> make_reference_conv(const ConvProblem& p);
 #ifdef RUDRA_HAVE_DNNL
-std::unique_ptr<ConvKernel> make_onednn_conv(const ConvProblem& p);
+std::unique_ptr<ConvKernel> make_onednn_conv(const ConvProblem& p, bool bf16);
 #endif
 
 std::optional<ConvBackend> conv_backend_from_name(const std::string& name) {
@@ -22,6 +22,7 @@ std::optional<ConvBackend> conv_backend_from_name(const std::string& name) {
     if (name == "onednn") return ConvBackend::Onednn;
     if (name == "reference") return ConvBackend::Reference;
     if (name == "own_bf16") return ConvBackend::OwnBf16;
+    if (name == "onednn_bf16") return ConvBackend::OnednnBf16;
     return std::nullopt;
 }
 
@@ -32,6 +33,7 @@ const char* conv_backend_name(ConvBackend backend) {
         case ConvBackend::Onednn: return "onednn";
         case ConvBackend::Reference: return "reference";
         case ConvBackend::OwnBf16: return "own_bf16";
+        case ConvBackend::OnednnBf16: return "onednn_bf16";
     }
     return "?";
 }
@@ -40,6 +42,7 @@ bool conv_backend_available(ConvBackend backend) {
     switch (backend) {
         case ConvBackend::Blis: return gemm_backend_available(GemmBackend::Blis);
         case ConvBackend::Onednn:
+        case ConvBackend::OnednnBf16:
 #ifdef RUDRA_HAVE_DNNL
             return true;
 #else
@@ -71,7 +74,8 @@ std::unique_ptr<ConvKernel> make_conv_kernel(const ConvProblem& p, ConvBackend b
         case ConvBackend::Blis: return make_gemm_conv(p, GemmBackend::Blis, threads, gate);
         case ConvBackend::OwnBf16: return make_gemm_conv(p, GemmBackend::OwnBf16, threads, gate);
 #ifdef RUDRA_HAVE_DNNL
-        case ConvBackend::Onednn: return make_onednn_conv(p);
+        case ConvBackend::Onednn: return make_onednn_conv(p, false);
+        case ConvBackend::OnednnBf16: return make_onednn_conv(p, true);
 #endif
         default: return make_reference_conv(p);
     }

@@ -51,7 +51,9 @@ private:
 
 class OnednnConv final : public ConvKernel {
 public:
-    explicit OnednnConv(const ConvProblem& p) : eng_((cap_onednn_isa(), dnnl::engine::kind::cpu), 0), strm_(eng_) {
+    // bf16: the primitives take and give BF16 tensors (the reorders round the engine's FP32 ones
+    // and widen the results), with FP32 weight and bias gradients.
+    OnednnConv(const ConvProblem& p, bool bf16) : eng_((cap_onednn_isa(), dnnl::engine::kind::cpu), 0), strm_(eng_) {
         const ConvGeometry& g = p.geom;
         const memory::dim N = p.num, C = g.channels, H = g.height, W = g.width, O = p.out_channels,
                           OH = g.out_h(), OW = g.out_w(), G = p.groups;
@@ -63,8 +65,9 @@ public:
             b_user({O}, dt::f32, tag::x),
             w_user = G == 1 ? memory::desc({O, C, g.kernel_h, g.kernel_w}, dt::f32, tag::oihw)
                             : memory::desc({G, O / G, C / G, g.kernel_h, g.kernel_w}, dt::f32, tag::goihw);
-        const memory::desc x_any(x_user.dims(), dt::f32, tag::any), y_any(y_user.dims(), dt::f32, tag::any),
-            w_any(w_user.dims(), dt::f32, tag::any);
+        const dt t = bf16 ? dt::bf16 : dt::f32;
+        const memory::desc x_any(x_user.dims(), t, tag::any), y_any(y_user.dims(), t, tag::any),
+            w_any(w_user.dims(), t, tag::any), dw_any(w_user.dims(), dt::f32, tag::any);
         const auto algo = dnnl::algorithm::convolution_direct;
 
         fwd_pd_ = dnnl::convolution_forward::primitive_desc(
@@ -74,7 +77,7 @@ public:
         bwd_data_pd_ = dnnl::convolution_backward_data::primitive_desc(
             {algo, x_any, w_any, y_any, strides, dil, pad_l, pad_r}, eng_, fwd_pd_);
         bwd_weights_pd_ = dnnl::convolution_backward_weights::primitive_desc(
-            {algo, x_any, w_any, b_user, y_any, strides, dil, pad_l, pad_r}, eng_, fwd_pd_);
+            {algo, x_any, dw_any, b_user, y_any, strides, dil, pad_l, pad_r}, eng_, fwd_pd_);
         fwd_ = dnnl::convolution_forward(fwd_pd_);
         fwd_nobias_ = dnnl::convolution_forward(fwd_nobias_pd_);
         bwd_data_ = dnnl::convolution_backward_data(bwd_data_pd_);
@@ -203,6 +206,8 @@ void cap_onednn_isa() {
     (void)applied;
 }
 
-std::unique_ptr<ConvKernel> make_onednn_conv(const ConvProblem& p) { return std::make_unique<OnednnConv>(p); }
+std::unique_ptr<ConvKernel> make_onednn_conv(const ConvProblem& p, bool bf16) {
+    return std::make_unique<OnednnConv>(p, bf16);
+}
 
 }  // namespace rudra::kernels

@@ -23,7 +23,7 @@ std::vector<std::string> items(const std::string& spec) {
 
 void KernelOptions::validate() const {
     const auto parts = items(conv);
-    if (parts.empty()) throw std::invalid_argument("--conv-backend is empty (own, own_bf16, blis, onednn, reference or auto)");
+    if (parts.empty()) throw std::invalid_argument("--conv-backend is empty (own, own_bf16, blis, onednn, onednn_bf16, reference or auto)");
     for (size_t i = 0; i < parts.size(); ++i) {
         const std::string& p = parts[i];
         const size_t eq = p.find('=');
@@ -38,12 +38,12 @@ void KernelOptions::validate() const {
             if (!known(first) || !known(second))
                 throw std::invalid_argument("--conv-backend '" + conv + "': '" + p +
                                             "' needs two backends, for forward and backward-data (own, "
-                                            "own_bf16, blis, onednn, reference)");
+                                            "own_bf16, blis, onednn, onednn_bf16, reference)");
             continue;
         }
         if (name != "auto" && !known(name))
             throw std::invalid_argument("--conv-backend '" + conv + "': unknown backend '" + name +
-                                        "' (own, own_bf16, blis, onednn, reference, auto)");
+                                        "' (own, own_bf16, blis, onednn, onednn_bf16, reference, auto)");
     }
 }
 
@@ -56,7 +56,7 @@ std::string KernelOptions::conv_for(const std::string& layer) const {
         if (eq != std::string::npos && p.substr(0, eq) == layer) chosen = p.substr(eq + 1);
     }
     if (!bf16) return chosen;
-    const auto in_bf16 = [](const std::string& name) { return name == "own" || name == "auto" ? "own_bf16" : name; };
+    const auto in_bf16 = [](const std::string& name) { return name == "own" ? "own_bf16" : name; };
     const size_t plus = chosen.find('+');
     if (plus == std::string::npos) return in_bf16(chosen);
     return in_bf16(chosen.substr(0, plus)) + "+" + in_bf16(chosen.substr(plus + 1));
@@ -71,12 +71,11 @@ std::string KernelOptions::resolve_precision() {
         return std::string("precision: fp32, not bf16: the ISA gate (") + kernels::isa_gate().describe() +
                ") allows no BF16 dot products (" + kernels::bf16_micro_kernel_choice() + ")";
     bf16 = true;
-    return std::string("precision: bf16 (own and auto layers: BF16 GEMM inputs on the ") + uk.name +
-           " micro-kernel, FP32 sums, FP32 weights and solver)";
+    return std::string("precision: bf16 (own layers: BF16 GEMM inputs on the ") + uk.name +
+           " micro-kernel, auto layers: the faster of own_bf16 and onednn_bf16; FP32 sums, weights and solver)";
 }
 
 bool KernelOptions::uses_auto() const {
-    if (bf16) return false;
     for (const std::string& p : items(conv))
         if (p.substr(p.find('=') + 1) == "auto") return true;  // find: npos + 1 = 0 for a bare name
     return false;

@@ -10,10 +10,11 @@ namespace rudra::nn {
 struct KernelOptions {
     // "NAME" for every convolution, optionally followed by per-layer choices "LAYER=BACKEND" or
     // "LAYER=BACKEND+DATA_BACKEND" (the second for backward-data): "auto,conv1=onednn" or
-    // "own,conv2=onednn+own". NAME: own, own_bf16, blis, onednn, reference, auto.
+    // "own,conv2=onednn+own". NAME: own, own_bf16, blis, onednn, onednn_bf16, reference, auto.
     std::string conv = "own";
-    // --precision bf16: a layer on `own` or `auto` (convolution or inner product) runs on
-    // own_bf16, the GEMM with BF16 inputs and FP32 sums; layers on other backends stay FP32.
+    // --precision bf16: a layer on `own` (convolution or inner product) runs on own_bf16, the GEMM
+    // with BF16 inputs and FP32 sums; an `auto` convolution measures own_bf16 and onednn_bf16 (an
+    // auto inner product takes own_bf16); layers named on other backends stay FP32.
     // resolve_precision() sets it from `precision`, only where the CPU has BF16 dot products.
     bool bf16 = false;
     std::string precision = "fp32";  // --precision: fp32 or bf16
@@ -29,13 +30,13 @@ struct KernelOptions {
     std::function<kernels::AutoChoice(const std::string& layer, const kernels::ConvProblem& p, int threads)>
         choose_auto;
 
-    // The backend for layer `layer`: "auto", "NAME" or "NAME+DATA_NAME" (with bf16, own and auto
-    // read as own_bf16). Throws
+    // The backend for layer `layer`: "auto", "NAME" or "NAME+DATA_NAME" (with bf16, own reads as
+    // own_bf16). Throws
     // std::invalid_argument naming the bad part.
     std::string conv_for(const std::string& layer) const;
     // Checks the whole spec up front (same errors as conv_for).
     void validate() const;
-    // Whether any layer is on `auto` (never with bf16, which reads auto as own_bf16).
+    // Whether any layer is on `auto`.
     bool uses_auto() const;
 };
 

@@ -68,13 +68,14 @@ std::string default_auto_cache() {
 
 ConvChoices::ConvChoices(const std::string& cache) : path_(cache == "default" ? default_auto_cache() : cache) {}
 
-kernels::AutoChoice ConvChoices::choose(const std::string& layer, const kernels::ConvProblem& p, int threads) {
+kernels::AutoChoice ConvChoices::choose(const std::string& layer, const kernels::ConvProblem& p, int threads,
+                                        bool bf16) {
     using kernels::conv_backend_name;
-    const std::string key = kernels::auto_cache_key(p, threads);
+    const std::string key = kernels::auto_cache_key(p, threads, bf16);
     std::string damage;
     if (!path_.empty())
         if (std::optional<kernels::AutoChoice> cached = cached_choice(path_, key, damage)) return chosen_[layer] = *cached;
-    kernels::AutoChoice choice = kernels::measure_conv_backends(p, threads);
+    kernels::AutoChoice choice = kernels::measure_conv_backends(p, threads, bf16);
     if (!damage.empty()) choice.summary += "; " + damage;
     if (!path_.empty()) {
         // Read again: another process of the job (the statistics server, another role) may have
@@ -100,9 +101,8 @@ nn::KernelOptions ConvChoices::resolved(const nn::KernelOptions& options) const 
 }
 
 nn::KernelOptions with_choices(nn::KernelOptions options, ConvChoices& choices) {
-    options.choose_auto = [&choices](const std::string& layer, const kernels::ConvProblem& p, int threads) {
-        return choices.choose(layer, p, threads);
-    };
+    options.choose_auto = [&choices, bf16 = options.bf16](const std::string& layer, const kernels::ConvProblem& p,
+                                                          int threads) { return choices.choose(layer, p, threads, bf16); };
     return options;
 }
 

@@ -28,7 +28,8 @@ public:
     explicit ConvChoices(const std::string& cache);
     // The choice for a layer's problem: from the cache, else measured (and cached). A damaged
     // cache file is reported in the summary and replaced, never fatal.
-    kernels::AutoChoice choose(const std::string& layer, const kernels::ConvProblem& p, int threads);
+    // bf16: among the BF16 backends (--precision bf16), cached under a key of their own.
+    kernels::AutoChoice choose(const std::string& layer, const kernels::ConvProblem& p, int threads, bool bf16 = false);
     // Every choice made so far, by layer name.
     const std::map<std::string, kernels::AutoChoice>& chosen() const { return chosen_; }
     // `options` with each layer that chose written out ("conv1=onednn+own"), so that a process

@@ -30,7 +30,7 @@ if ! grep -q "^ISA levels this CPU runs: avx512_bf16" "$work/info"; then
 fi
 
 "$rudra" time "$net" --batch 4 --iterations 1 --precision bf16 >"$work/t16" 2>&1 || fail "time bf16: $(cat "$work/t16")"
-grep -q "^precision: bf16 (own and auto layers: BF16 GEMM inputs on the avx512_bf16 micro-kernel" "$work/t16" && pass ||
+grep -q "^precision: bf16 (own layers: BF16 GEMM inputs on the avx512_bf16 micro-kernel" "$work/t16" && pass ||
   fail "bf16 is said"
 for layer in conv1 conv2 conv3; do
   grep -q "^$layer .*own_bf16: fwd im2col+own_bf16 (avx512_bf16)" "$work/t16" && pass || fail "$layer on own_bf16"
@@ -41,6 +41,15 @@ grep -q "^ip1 .*own_bf16 (avx512_bf16)" "$work/t16" && pass || fail "ip1 on own_
 grep -q "^conv2 .*reference: direct loops" "$work/mix" && grep -q "^conv1 .*own_bf16" "$work/mix" && pass ||
   fail "--conv-backend conv2=reference keeps conv2 FP32: $(grep '^conv' "$work/mix")"
 
+# auto measures the BF16 backends only, and caches them apart from FP32's choices.
+RUDRA_CACHE_DIR=$work/cache "$rudra" time "$net" --batch 4 --iterations 1 --precision bf16 --conv-backend auto >"$work/auto" 2>&1 ||
+  fail "time bf16 auto: $(cat "$work/auto")"
+[ "$(grep -cE "^conv[123] .*(own_bf16|onednn_bf16)[+a-z0-9_]* \(auto: fwd\+bwd_weights (own_bf16|onednn_bf16) \(ms: own_bf16 [0-9.]*, onednn_bf16" "$work/auto")" = 3 ] &&
+  grep -q "^ip1 .*own_bf16" "$work/auto" && pass || fail "auto under bf16: $(grep -E '^(conv|ip)' "$work/auto")"
+RUDRA_CACHE_DIR=$work/cache "$rudra" time "$net" --batch 4 --iterations 1 --conv-backend auto >"$work/auto32" 2>&1
+grep -q "^conv1 .*(auto: fwd+bwd_weights [a-z]* (ms: own " "$work/auto32" && ! grep -E "^(conv|ip)" "$work/auto32" | grep -q _bf16 &&
+  pass ||
+  fail "auto in fp32 after bf16: $(grep '^conv1' "$work/auto32")"
 for p in fp32 bf16; do
   "$rudra" train "$solver" --data "$fm" --epochs 1 --seed 5 --precision $p -o "$work/$p" >"$work/$p.log" 2>&1 ||
     fail "train $p: $(tail -3 "$work/$p.log")"

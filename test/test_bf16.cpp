@@ -9,6 +9,7 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -267,3 +268,33 @@ TEST_CASE("A packed once gives the same bits as A packed by each product") {
                 CHECK(c1 == c2);
             }
 }
+
+#ifdef RUDRA_HAVE_DNNL
+TEST_CASE("onednn_bf16 convolutions agree with the direct loops to BF16's precision") {
+    const ConvProblem p = parse_problem("mb2ic8ih12oc16oh12kh3ph1").conv;
+    const ConvGeometry& g = p.geom;
+    const size_t xs = static_cast<size_t>(p.num) * g.channels * g.height * g.width;
+    const size_t ys = static_cast<size_t>(p.num) * p.out_channels * g.out_h() * g.out_w();
+    const size_t ws = static_cast<size_t>(p.out_channels) * g.channels * g.kernel_h * g.kernel_w;
+    const std::vector<float> x = random_values(xs, 5), w = random_values(ws, 6), dy = random_values(ys, 7);
+    std::unique_ptr<ConvKernel> kernel;
+    try {
+        kernel = make_conv_kernel(p, ConvBackend::OnednnBf16, 2);
+    } catch (const std::exception& e) {
+        MESSAGE("onednn_bf16 not tested: oneDNN has no BF16 convolution here (" << e.what() << ")");
+        return;
+    }
+    std::vector<float> y(ys), y_ref(ys), dx(xs), dx_ref(xs), dw(ws, 0.0f), dw_ref(ws, 0.0f);
+    kernel->forward(x.data(), w.data(), nullptr, y.data());
+    conv_forward_reference(p, x.data(), w.data(), nullptr, y_ref.data());
+    kernel->backward_data(dy.data(), w.data(), dx.data());
+    conv_backward_data_reference(p, dy.data(), w.data(), dx_ref.data());
+    kernel->backward_weights(x.data(), dy.data(), dw.data(), nullptr);
+    conv_backward_weights_reference(p, x.data(), dy.data(), dw_ref.data(), nullptr);
+    // Inputs and the BF16 outputs rounded: a few parts in a thousand of the largest value.
+    CHECK(worst_error(y, y_ref) < 2e-2);
+    CHECK(worst_error(dx, dx_ref) < 2e-2);
+    CHECK(worst_error(dw, dw_ref) < 2e-2);
+    CHECK(worst_error(y, y_ref) > 0.0);  // and not FP32
+}
+#endif

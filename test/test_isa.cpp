@@ -214,7 +214,8 @@ TEST_CASE("the cap reaches every operation: each one's implementation at each le
         CHECK(std::string(measure_peak(1, 0.01, gate).isa) == want.peak);
         // BF16: its own micro-kernel and peak at avx512_bf16 only; below it the reference kernel.
         const bool bf16 = level == Isa::Avx512Bf16;
-        CHECK(std::string(runnable_bf16_micro_kernels(gate).front()->name) == (bf16 ? "avx512_bf16" : "reference"));
+        const char* bf16_kernel = bf16 ? "avx512_bf16" : level == Isa::Mma && mma_bf16_micro_kernel() ? "mma" : "reference";
+        CHECK(std::string(runnable_bf16_micro_kernels(gate).front()->name) == bf16_kernel);
         CHECK(std::string(measure_bf16_peak(1, 0.01, gate).isa) == (bf16 ? "avx512_bf16" : "none"));
 
         // Each choice says why the faster implementations were passed over: above the cap, or

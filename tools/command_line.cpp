@@ -47,7 +47,7 @@ void add_resize_options(CLI::App* cmd, int& height, int& width) {
 
 void add_kernel_options(CLI::App* cmd, nn::KernelOptions& k) {
     cmd->add_option("--conv-backend", k.conv,
-                    "convolution backend: own, own_bf16, blis, onednn, reference or auto (measure each layer once, cached), "
+                    "convolution backend: own, own_bf16, blis, onednn, onednn_bf16, reference or auto (measure each layer once, cached), "
                     "optionally followed by per-layer choices, e.g. auto,conv1=onednn")
         ->capture_default_str();
     cmd->add_option("--precision", k.precision,
@@ -171,8 +171,8 @@ void add_bench(CLI::App& app, BenchOptions& bench) {
     b->add_option("--mb", bench.minibatches, "mini-batch sweep for convolutions, e.g. 1,4,16,64,128,256")
         ->delimiter(',')
         ->check(checks::kPositiveInt);
-    b->add_option("--backends", bench.backends, "comma-separated: own, blis, onednn, openblas (GEMM), own_bf16, onednn_bf16 (GEMM with BF16 inputs "
-                   "and FP32 sums), reference (pooling and LRN: own only)")
+    b->add_option("--backends", bench.backends, "comma-separated: own, blis, onednn, openblas (GEMM), own_bf16, onednn_bf16 (GEMM and convolution "
+                   "with BF16 inputs and FP32 sums), reference (pooling and LRN: own only)")
         ->delimiter(',')
         ->check(CLI::IsMember({"own", "blis", "onednn", "openblas", "own_bf16", "onednn_bf16", "reference"}))
         ->capture_default_str();
@@ -274,6 +274,12 @@ void add_dist_method_options(CLI::App* d, DistOptions& dist) {
         "on: a thread of the PS receives the next message while the PS applies the last one; off: the PS receives "
         "each message itself (default)")
         ->check(CLI::IsMember({"on", "off"}));
+    d->add_option("--wire", dist.wire,
+                  "fp32, or bf16: learners push gradients and pull weights as BF16 (half the bytes, rounded to "
+                  "nearest even); the PS keeps FP32 weights and solver state. Parameter-server protocols on "
+                  "--topology base, and EASGD")
+        ->check(CLI::IsMember({"fp32", "bf16"}))
+        ->capture_default_str();
     d->add_option("--node-data-dir", dist.node_data_dir,
                   "DIR: one rank per node writes the data set here (a memory file system) and every rank of the node "
                   "maps that one copy; \"\": each rank holds a copy of its own")

@@ -16,9 +16,9 @@ LearnerSummary run_easgd_learner(Transport& t, const EasgdConfig& cfg, const Loc
         throw std::logic_error("easgd: tau must be >= 1 and beta in (0, 1]");
     using Clock = std::chrono::steady_clock;
     const size_t n = work.param_floats;
-    PsClient ps(t, cfg.ps_rank, n);
+    PsClient ps(t, cfg.ps_rank, n, cfg.wire);
     std::vector<float> centre(n), diff(n);
-    GradientMessage msg;
+    GradientMessage msg(cfg.wire);
     LearnerSummary sum;
     StatsReporter reports(t, cfg.stats_rank, cfg.report_every);
     // Every learner starts from the centre.

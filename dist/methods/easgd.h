@@ -21,6 +21,7 @@ struct EasgdConfig {
     int tau = 1;        // local steps between exchanges with the centre
     float beta = 0.5f;  // moving rate, in (0, 1]
     int report_every = 10;  // local steps between loss reports to the statistics server
+    Wire wire = Wire::Fp32;  // --wire: the centre pulled and the differences pushed
     Timeline* timeline = nullptr;  // --timeline: compute and exchange spans
 };
 

@@ -249,7 +249,7 @@ private:
 class PushWorker {
 public:
     PushWorker(Transport& t, PsClient& ps, Sync& sync, const LearnerConfig& cfg, LearnerSummary& summary)
-        : t_(t), ps_(ps), sync_(sync), cfg_(cfg), summary_(summary) {}
+        : t_(t), ps_(ps), sync_(sync), cfg_(cfg), summary_(summary), message_(cfg.wire) {}
     void start() { thread_ = std::thread([this] { run(); }); }
     void join() { thread_.join(); }
 
@@ -336,7 +336,7 @@ private:
 LearnerSummary run_learner(Transport& t, const LearnerConfig& cfg, const LearnerWork& work) {
     Sync sync;
     LearnerSummary summary;
-    PsClient ps(t, cfg.ps_rank, work.param_floats);
+    PsClient ps(t, cfg.ps_rank, work.param_floats, cfg.wire);
     std::unique_ptr<WeightSource> source;
     if (cfg.broadcast_parent >= 0) source = std::make_unique<BroadcastWorker>(t, cfg, sync, work.param_floats);
     else source = std::make_unique<PullWorker>(ps, sync, work.param_floats, cfg.timeline);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "dist/transport/transport.h"
+#include "dist/transport/wire.h"
 
 namespace rudra::dist {
 
@@ -30,6 +31,7 @@ struct LearnerConfig {
     // (the pull still leaves at once).
     bool wait_for_pull = false;
     int report_every = 10;     // mini-batches between reports to the statistics server
+    Wire wire = Wire::Fp32;    // --wire: the format of the weights pulled and the gradients pushed
     // adv*: the rank the weights come from (-1: pull them from ps_rank), and the learners this one
     // forwards them to; a child that does not take a version is left out once `peer_alive` says
     // it is lost (without `peer_alive`: after peer_timeout_s), and a version from a parent is

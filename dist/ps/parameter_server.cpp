@@ -81,7 +81,16 @@ void ParameterServer::reply(int rank, int64_t have_ts) {
     const bool newer = ts > have_ts;
     const Span span(config_.timeline, newer ? "reply with weights" : "reply: nothing newer", Lane::Main, rank);
     ++(newer ? weight_replies_ : empty_replies_);
-    pack(out_, WeightsReply{ts, newer ? 1 : 0, 0}, newer ? params_.values() : nullptr, newer ? params_.size() : 0);
+    if (newer && config_.wire != Wire::Fp32) {
+        // Rounded once per version, however many learners pull it.
+        if (wire_weights_ts_ != ts) {
+            pack(wire_weights_, WeightsReply{ts, 1, 0}, params_.values(), params_.size(), config_.wire);
+            wire_weights_ts_ = ts;
+        }
+        out_ = wire_weights_;
+    } else {
+        pack(out_, WeightsReply{ts, newer ? 1 : 0, 0}, newer ? params_.values() : nullptr, newer ? params_.size() : 0);
+    }
     if (!send_out(rank, kWeightsReply)) check_peers();
 }
 
@@ -364,10 +373,16 @@ void ParameterServer::handle_child(const Envelope& e, int index) {
             }
             if (l.relay) throw std::runtime_error("PS: a single gradient from a leaf PS");
             const auto h = unpack_header<GradientHeader>(in_);
-            if (in_.size() != sizeof(GradientHeader) + params_.size() * sizeof(float))
+            if (!holds_floats<GradientHeader>(in_, params_.size(), config_.wire))
                 throw std::runtime_error("PS: gradient of " + std::to_string(in_.size()) + " bytes from rank " +
-                                         std::to_string(e.source) + " does not match the model");
+                                         std::to_string(e.source) + " does not match the model (" +
+                                         std::to_string(params_.size()) + " " + wire_name(config_.wire) + " values)");
             const float* grad = reinterpret_cast<const float*>(in_.data() + sizeof(GradientHeader));
+            if (config_.wire != Wire::Fp32) {
+                wide_gradient_.resize(params_.size());
+                unpack_floats<GradientHeader>(in_, wide_gradient_.data(), params_.size(), config_.wire);
+                grad = wide_gradient_.data();
+            }
             const Span span(config_.timeline, "gradient (and update)", Lane::Main, e.source);
             if (rule_.add_gradient(learner_of_rank_[static_cast<size_t>(l.rank)], h.ts, grad)) after_update();
             break;

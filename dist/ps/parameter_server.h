@@ -51,6 +51,9 @@ struct PsConfig : RunCommon {
     // (dist/ps/receive_ahead.h); off: the PS receives each message itself once it is free. Off by
     // default: no gain was measured on 2 cores, and it changes the PS's timing.
     bool receive_ahead = false;
+    // --wire: the format of the gradients the learners push and the weights they pull (base
+    // topology); the PS keeps FP32 weights and widens each gradient before the update.
+    Wire wire = Wire::Fp32;
 };
 
 // What the PS asks of the process that runs it.
@@ -128,6 +131,9 @@ private:
     PsConfig config_;
     PsHooks hooks_;
     std::vector<char> in_, out_;               // message buffers, reused
+    std::vector<float> wide_gradient_;          // a BF16 gradient widened (--wire bf16)
+    std::vector<char> wire_weights_;            // the weights of wire_weights_ts_ in the wire's format
+    int64_t wire_weights_ts_ = -1;
     StatsLink stats_;                          // through send_checked
     PostedBuffers posted_;  // sends to lost peers, given up while still posted
 

@@ -5,12 +5,12 @@
 namespace rudra::dist {
 
 void GradientMessage::pack(int64_t ts, double loss, const float* gradient, size_t floats) {
-    dist::pack(bytes_, GradientHeader{ts, loss}, gradient, floats);
+    dist::pack(bytes_, GradientHeader{ts, loss}, gradient, floats, wire_);
 }
 
-PsClient::PsClient(Transport& transport, int ps_rank, size_t param_floats)
-    : t_(transport), ps_(ps_rank), floats_(param_floats) {
-    in_.reserve(sizeof(WeightsReply) + floats_ * sizeof(float));
+PsClient::PsClient(Transport& transport, int ps_rank, size_t param_floats, Wire wire)
+    : t_(transport), ps_(ps_rank), floats_(param_floats), wire_(wire) {
+    in_.reserve(sizeof(WeightsReply) + wire_bytes(wire_, floats_));
 }
 
 PsClient::Pulled PsClient::pull(int64_t have_ts, int64_t min_ts, float* weights) {
@@ -25,7 +25,7 @@ PsClient::Pulled PsClient::pull(int64_t have_ts, int64_t min_ts, float* weights)
     }
     p.ts = reply.ts;
     p.fresh = reply.has_weights != 0;
-    if (p.fresh) unpack_floats<WeightsReply>(in_, weights, floats_);
+    if (p.fresh) unpack_floats<WeightsReply>(in_, weights, floats_, wire_);
     return p;
 }
 

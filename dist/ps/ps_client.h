@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "dist/transport/transport.h"
+#include "dist/transport/wire.h"
 
 namespace rudra::dist {
 
@@ -14,16 +15,18 @@ namespace rudra::dist {
 // is sent.
 class GradientMessage {
 public:
+    explicit GradientMessage(Wire wire = Wire::Fp32) : wire_(wire) {}
     void pack(int64_t ts, double loss, const float* gradient, size_t floats);
     const std::vector<char>& bytes() const { return bytes_; }
 
 private:
+    Wire wire_;
     std::vector<char> bytes_;
 };
 
 class PsClient {
 public:
-    PsClient(Transport& transport, int ps_rank, size_t param_floats);
+    PsClient(Transport& transport, int ps_rank, size_t param_floats, Wire wire = Wire::Fp32);
 
     struct Pulled {
         bool stop = false;    // training is over: the PS sends nothing more
@@ -41,6 +44,7 @@ private:
     Transport& t_;
     int ps_;
     size_t floats_;
+    Wire wire_;
     std::vector<char> in_;
 };
 

@@ -16,6 +16,7 @@ int run_easgd_role(const RoleContext& c) {
     ec.ps_rank = kPsRank;
     ec.stats_rank = kStatsRank;
     ec.tau = c.o.tau;
+    ec.wire = dist::wire_named(c.o.wire);
     ec.beta = static_cast<float>(easgd_beta(c.o, c.protocol.learners()));
     ec.timeline = s.timeline;
     training_starts(c.transport, s);

@@ -52,6 +52,7 @@ struct DistOptions {
     std::string straggler;      // RANK|all:FACTOR[:P]: that learner's compute (each learner's) is slowed FACTOR times, each mini-batch with probability P ("": none)
     std::string timeline;       // a Chrome-trace file of every rank's spans ("": none)
     bool ps_receive_ahead = false;  // the PS receives the next message while it updates
+    std::string wire = "fp32";      // fp32 | bf16: the format of weights and gradients (dist/transport/wire.h)
     std::string node_data_dir = "/dev/shm";  // where a node's ranks share one copy of the data ("": none)
     bool json = false;          // the metrics lines on stdout as JSON, instead of readable lines
     std::string progress = "auto";  // auto | bar | lines | off: progress within an epoch

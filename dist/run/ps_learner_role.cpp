@@ -88,6 +88,7 @@ int run_ps_learner_role(const RoleContext& c) {
     lc.overlap = c.o.mode == LearnerMode::Overlap;
     lc.synchronous = c.protocol.synchronous();
     lc.wait_for_pull = c.o.max_staleness >= 0;
+    lc.wire = dist::wire_named(c.o.wire);
     lc.timeline = s.timeline;
     lc.log = say;
     training_starts(c.transport, s);

@@ -57,6 +57,7 @@ dist::PsConfig ps_config(const DistOptions& o, const Setup& s, int64_t samples_p
     pc.epochs = o.epochs;
     pc.peer_timeout_s = o.peer_timeout;
     pc.receive_ahead = o.ps_receive_ahead;
+    pc.wire = dist::wire_named(o.wire);
     pc.checkpoint_every = parse_checkpoint_every(o.checkpoint_every);
     return pc;
 }

@@ -1,10 +1,13 @@
 // The wire format between roles: a fixed header (plain struct, 8-byte fields) followed, for
-// weights and gradients, by the flat parameter buffer as floats.
+// weights and gradients, by the flat parameter buffer as floats, FP32 or BF16 (dist/transport/wire.h).
 #pragma once
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 #include <vector>
+
+#include "dist/transport/wire.h"
 
 namespace rudra::dist {
 
@@ -128,12 +131,14 @@ struct RunEnd {
 
 enum RunEndReason : int64_t { kEndSignal = 1, kEndLearnerLost = 2 };
 
-// Header + optional float payload packed into one buffer (reused between sends).
+// Header + optional float payload packed into one buffer (reused between sends), the floats in
+// the wire's format.
 template <class H>
-void pack(std::vector<char>& out, const H& header, const float* floats = nullptr, size_t count = 0) {
-    out.resize(sizeof(H) + count * sizeof(float));
+void pack(std::vector<char>& out, const H& header, const float* floats = nullptr, size_t count = 0,
+          Wire wire = Wire::Fp32) {
+    out.resize(sizeof(H) + wire_bytes(wire, count));
     std::memcpy(out.data(), &header, sizeof(H));
-    if (count) std::memcpy(out.data() + sizeof(H), floats, count * sizeof(float));
+    wire_encode(wire, floats, count, out.data() + sizeof(H));
 }
 
 template <class H>
@@ -144,13 +149,20 @@ H unpack_header(const std::vector<char>& in) {
     return h;
 }
 
-// Copies the payload into `dst`, checking that it holds exactly `count` floats.
+// Whether a message is a header H and `count` floats in the wire's format.
 template <class H>
-void unpack_floats(const std::vector<char>& in, float* dst, size_t count) {
-    if (in.size() < sizeof(H) || (in.size() - sizeof(H)) / sizeof(float) != count || (in.size() - sizeof(H)) % sizeof(float))
+bool holds_floats(const std::vector<char>& in, size_t count, Wire wire = Wire::Fp32) {
+    return in.size() >= sizeof(H) && in.size() - sizeof(H) == wire_bytes(wire, count);
+}
+
+// Copies the payload into `dst` as FP32, checking that it holds exactly `count` floats.
+template <class H>
+void unpack_floats(const std::vector<char>& in, float* dst, size_t count, Wire wire = Wire::Fp32) {
+    if (!holds_floats<H>(in, count, wire))
         throw std::runtime_error("malformed message: " + std::to_string(in.size()) + " bytes, expected a " +
-                                 std::to_string(sizeof(H)) + "-byte header and " + std::to_string(count) + " floats");
-    if (count) std::memcpy(dst, in.data() + sizeof(H), count * sizeof(float));  // dst may be null when empty
+                                 std::to_string(sizeof(H)) + "-byte header and " + std::to_string(count) + " " +
+                                 wire_name(wire) + " values");
+    wire_decode(wire, in.data() + sizeof(H), count, dst);  // dst may be null when empty
 }
 
 }  // namespace rudra::dist

@@ -21,6 +21,7 @@ std::string why_not(const T* impl, Isa isa, const IsaGate& gate) {
 
 const Bf16MicroKernel& choose(const IsaGate& gate, ImplChoice& choice) {
     const KernelEntry list[] = {{"avx512_bf16", avx512_bf16_micro_kernel()},
+                                {"mma", mma_bf16_micro_kernel()},
                                 {"reference", reference_bf16_micro_kernel()}};
     const KernelEntry& e = first_taker(
         list, [&](const KernelEntry& k) { return why_not(k.kernel, k.kernel ? k.kernel->isa : Isa::Reference, gate); },
@@ -48,7 +49,7 @@ const Process& process_choice() {
 
 std::vector<const Bf16MicroKernel*> runnable_bf16_micro_kernels(const IsaGate& gate) {
     std::vector<const Bf16MicroKernel*> out;
-    for (const Bf16MicroKernel* k : {avx512_bf16_micro_kernel(), reference_bf16_micro_kernel()})
+    for (const Bf16MicroKernel* k : {avx512_bf16_micro_kernel(), mma_bf16_micro_kernel(), reference_bf16_micro_kernel()})
         if (k && gate.allows(k->isa)) out.push_back(k);
     return out;
 }

@@ -34,6 +34,10 @@ struct Bf16MicroKernel {
 
 const Bf16MicroKernel* reference_bf16_micro_kernel();
 const Bf16MicroKernel* avx512_bf16_micro_kernel();  // nullptr off x86-64
+const Bf16MicroKernel* mma_bf16_micro_kernel();     // nullptr off ppc64le, or where the compiler lacks POWER10
+// The portable packing, for kernels without vector code of their own for it.
+void pair_rows_portable(const float* r0, const float* r1, int count, int width, uint32_t* dst);
+void round_row_portable(const float* x, uint16_t* out, size_t n);
 
 // Kernels of this build that the gate allows, fastest first (the reference one always).
 std::vector<const Bf16MicroKernel*> runnable_bf16_micro_kernels(const IsaGate& gate = isa_gate());

@@ -23,12 +23,6 @@ void run(int64_t kp, const uint32_t* a, const uint32_t* b, float* c, int64_t rs_
         for (int j = 0; j < kNR; ++j) c[j] = alpha * acc[i][j] + (beta == 0.0f ? 0.0f : beta * c[j]);
 }
 
-void pair_rows(const float* r0, const float* r1, int count, int width, uint32_t* dst) {
-    for (int l = 0; l < count; ++l)
-        dst[l] = static_cast<uint32_t>(to_bf16(r0[l])) | (r1 ? static_cast<uint32_t>(to_bf16(r1[l])) << 16 : 0u);
-    for (int l = count; l < width; ++l) dst[l] = 0;
-}
-
 void to_bf16_array(const float* x, bf16* out, size_t n) {
     for (size_t i = 0; i < n; ++i) out[i] = to_bf16(x[i]);
 }
@@ -37,12 +31,21 @@ void from_bf16_array(const bf16* x, float* out, size_t n) {
     for (size_t i = 0; i < n; ++i) out[i] = from_bf16(x[i]);
 }
 
-constexpr Bf16MicroKernel kKernel{"reference", Isa::Reference, kMR, kNR, 128, 256, 4096, run, nullptr, pair_rows, to_bf16_array};
+constexpr Bf16MicroKernel kKernel{
+    "reference", Isa::Reference, kMR, kNR, 128, 256, 4096, run, nullptr, pair_rows_portable, to_bf16_array};
 constexpr Bf16Convert kConvert{"portable", to_bf16_array, from_bf16_array};
 
 }  // namespace
 
 const Bf16MicroKernel* reference_bf16_micro_kernel() { return &kKernel; }
+
+void pair_rows_portable(const float* r0, const float* r1, int count, int width, uint32_t* dst) {
+    for (int l = 0; l < count; ++l)
+        dst[l] = static_cast<uint32_t>(to_bf16(r0[l])) | (r1 ? static_cast<uint32_t>(to_bf16(r1[l])) << 16 : 0u);
+    for (int l = count; l < width; ++l) dst[l] = 0;
+}
+
+void round_row_portable(const float* x, uint16_t* out, size_t n) { to_bf16_array(x, out, n); }
 const Bf16Convert* portable_bf16_convert() { return &kConvert; }
 
 }  // namespace rudra::kernels

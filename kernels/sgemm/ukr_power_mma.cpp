@@ -15,7 +15,7 @@ extern const MicroKernelGatherAFn kMmaGather;
 #endif
 
 #if defined(__powerpc64__) && defined(__MMA__)
-#include <altivec.h>
+#include "kernels/simd/mma_tile.h"
 
 namespace rudra::kernels {
 
@@ -25,9 +25,8 @@ constexpr int kMR = 8, kNR = 16;
 // POWER10 instructions (prefixed loads, pc-relative addresses) and trap on POWER9.
 void run_mma_power10(int64_t k, const float* a, const float* b, int64_t rs_b, float* c, int64_t rs_c, float alpha,
              float beta) {
-    __vector_quad acc[2][4];
-    for (int r = 0; r < 2; ++r)
-        for (int q = 0; q < 4; ++q) __builtin_mma_xxsetaccz(&acc[r][q]);
+    mma::Tile acc;
+    mma::clear(acc);
     for (int64_t p = 0; p < k; ++p, a += kMR, b += rs_b) {
         const __vector unsigned char a0 = (__vector unsigned char)vec_xl(0, a);
         const __vector unsigned char a1 = (__vector unsigned char)vec_xl(16, a);
@@ -38,22 +37,11 @@ void run_mma_power10(int64_t k, const float* a, const float* b, int64_t rs_b, fl
             __builtin_mma_xvf32gerpp(&acc[1][q], a1, bq[q]);
         }
     }
-    const __vector float va = vec_splats(alpha), vb = vec_splats(beta);
-    for (int r = 0; r < 2; ++r)
-        for (int q = 0; q < 4; ++q) {
-            __vector float rows[4];
-            __builtin_mma_disassemble_acc(rows, &acc[r][q]);
-            for (int i = 0; i < 4; ++i) {
-                float* ci = c + (4 * r + i) * rs_c + 4 * q;
-                __vector float v = vec_mul(va, rows[i]);
-                if (beta != 0.0f) v = vec_madd(vb, vec_xl(0, ci), v);
-                vec_xst(v, 0, ci);
-            }
-        }
+    mma::store(acc, c, rs_c, alpha, beta);
 }
 
 // The first `rows` rows of the 8 x 16 accumulators: C = acc (beta 0) or C + acc (beta 1).
-static void store_rows(__vector_quad (&acc)[2][4], int rows, float* c, int64_t rs_c, float beta) {
+static void store_rows(mma::Tile& acc, int rows, float* c, int64_t rs_c, float beta) {
     for (int r = 0; r < 2; ++r)
         for (int q = 0; q < 4; ++q) {
             __vector float tile[4];
@@ -71,9 +59,8 @@ static void store_rows(__vector_quad (&acc)[2][4], int rows, float* c, int64_t r
 void indirect_mma_power10(int rows, int parts, int64_t k, const float* a, const float* const* bases,
                           const int32_t* offsets, float* c, int64_t rs_c, float beta) {
     (void)parts;  // always 2
-    __vector_quad acc[2][4];
-    for (int r = 0; r < 2; ++r)
-        for (int q = 0; q < 4; ++q) __builtin_mma_xxsetaccz(&acc[r][q]);
+    mma::Tile acc;
+    mma::clear(acc);
     const float *q0 = bases[0], *q1 = bases[1];
     for (int64_t p = 0; p < k; ++p, a += kMR) {
         const int32_t o = offsets[p];
@@ -95,9 +82,8 @@ void indirect_mma_power10(int rows, int parts, int64_t k, const float* a, const 
 // gathered from the rows' runs into one column (zero past `rows`), B is the packed sliver.
 void gather_a_mma_power10(int rows, int64_t k, int64_t run, const float* const* a_rows, const int32_t* run_offsets,
                           const float* b, float* c, int64_t rs_c, float beta) {
-    __vector_quad acc[2][4];
-    for (int r = 0; r < 2; ++r)
-        for (int q = 0; q < 4; ++q) __builtin_mma_xxsetaccz(&acc[r][q]);
+    mma::Tile acc;
+    mma::clear(acc);
     alignas(16) float column[kMR] = {};
     for (int64_t s = 0; s < k / run; ++s) {
         const float* row[kMR];

@@ -116,7 +116,7 @@ private:
         std::string first = name, second = name, why;
         if (name == "auto") {
             const kernels::AutoChoice choice = options_.choose_auto ? options_.choose_auto(name_, p, threads)
-                                                                    : kernels::measure_conv_backends(p, threads);
+                                                                    : kernels::measure_conv_backends(p, threads, options_.bf16);
             first = kernels::conv_backend_name(choice.backend);
             second = kernels::conv_backend_name(choice.data_backend);
             why = " (auto: " + choice.summary + ")";

@@ -14,7 +14,7 @@ public:
         // The layer's GEMMs run on the backend chosen for it (--conv-backend names layers of
         // both kinds); `auto` keeps the own SGEMM.
         const std::string name = a.kernels.conv_for(a.name);
-        backend_name_ = name == "auto" ? "own" : name;
+        backend_name_ = name == "auto" ? (a.kernels.bf16 ? "own_bf16" : "own") : name;
         backend_ = backend_name_ == "blis"     ? kernels::GemmBackend::Blis
                    : backend_name_ == "onednn" ? kernels::GemmBackend::Onednn
                    : backend_name_ == "reference" ? kernels::GemmBackend::Reference

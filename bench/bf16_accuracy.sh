@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# BF16's effect on accuracy, each pair with the same seed, on Debian's Fashion-MNIST with
+# cifar10_full_28, 10 epochs (EPOCHS):
+#  1. `rudra train`, mini-batch 64: --precision fp32 against bf16;
+#  2. the main job (tools/run-main.sh: hardsync, 4 learners of mini-batch 32): fp32 against
+#     --precision bf16;
+#  3. 1-softsync with 8 learners of mini-batch 16 (`rudra dist`): --wire fp32 against bf16, with
+#     the PS's bytes received per update and sent per reply.
+# Prints each run's last-epoch test accuracy and the differences. Needs avx512_bf16 for parts 1
+# and 2 (part 3 runs anywhere). About 25 minutes on 2 cores.
+# Usage: bench/bf16_accuracy.sh [OUT_DIR]   env: EPOCHS (10), PARTS ("single hardsync wire")
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+rudra=${RUDRA:-$src/build/rudra}
+out=${1:-$(mktemp -d)}
+epochs=${EPOCHS:-10}
+data=/usr/share/datasets/fashion-mnist
+mkdir -p "$out"
+last() {  # last RUN_DIR: test accuracy of the last epoch line
+  sed -n 's/.*"event":"epoch".*"test_accuracy":\([0-9.]*\).*/\1/p' "$1/metrics.jsonl" | tail -1
+}
+traffic() {  # traffic RUN_DIR: PS bytes received per update and sent per reply with weights, last epoch
+  python3 -c 'import json, sys
+e = [json.loads(l) for l in open(sys.argv[1]) if "\"event\":\"epoch\"" in l][-1]
+t = e["rank0_traffic"]
+print("%.0f %.0f" % (t["received_bytes"] / e["updates"], t["sent_bytes"] / t["weight_replies"]))' "$1/metrics.jsonl"
+}
+diff_line() {  # diff_line WHAT A B
+  awk -v w="$1" -v a="$2" -v b="$3" 'BEGIN { printf "%-44s fp32 %.4f  bf16 %.4f  difference %+.2f points\n", w, a, b, 100 * (b - a) }'
+}
+echo "$epochs epochs of Fashion-MNIST, cifar10_full_28; runs in $out"
+for part in ${PARTS:-single hardsync wire}; do
+  case $part in
+  single)
+    for p in fp32 bf16; do
+      "$rudra" train "$src/models/cifar10_full_28/cifar10_full_28_solver.prototxt" --data "$data" --epochs "$epochs" \
+        --seed 1 --precision $p -o "$out/single_$p" --overwrite >"$out/single_$p.log" 2>&1
+    done
+    diff_line "rudra train, mini-batch 64" "$(last "$out/single_fp32")" "$(last "$out/single_bf16")" ;;
+  hardsync)
+    for p in fp32 bf16; do
+      OMP_NUM_THREADS=1 "$src/tools/rudra-launch" -n 6 "$src/models/cifar10_full_28/cifar10_full_28_b128_solver.prototxt" \
+        --protocol hardsync --batch 32 --epochs "$epochs" --reference-batch 128 --data "$data" --precision $p \
+        -o "$out/hardsync_$p" --overwrite >"$out/hardsync_$p.log" 2>&1
+    done
+    diff_line "main job (hardsync, 4 x 32), --precision" "$(last "$out/hardsync_fp32")" "$(last "$out/hardsync_bf16")" ;;
+  wire)
+    for w in fp32 bf16; do
+      OMP_NUM_THREADS=1 "$src/tools/rudra-launch" -n 10 "$src/models/cifar10_full_28/cifar10_full_28_solver.prototxt" \
+        --protocol softsync --n 1 --batch 16 --epochs "$epochs" --data "$data" --wire $w \
+        -o "$out/wire_$w" --overwrite >"$out/wire_$w.log" 2>&1
+    done
+    diff_line "1-softsync, 8 x 16, --wire" "$(last "$out/wire_fp32")" "$(last "$out/wire_bf16")"
+    read -r r32 s32 <<<"$(traffic "$out/wire_fp32")"
+    read -r r16 s16 <<<"$(traffic "$out/wire_bf16")"
+    awk -v a="$r32" -v b="$r16" -v c="$s32" -v d="$s16" 'BEGIN {
+      printf "PS bytes per update received: fp32 %d, bf16 %d (%.3f); per reply sent: %d, %d (%.3f)\n", a, b, b / a, c, d, d / c }' ;;
+  *) echo "bf16_accuracy: unknown part '$part' (single, hardsync, wire)" >&2; exit 2 ;;
+  esac
+done
