@@ -52,7 +52,7 @@ void add_kernel_options(CLI::App* cmd, nn::KernelOptions& k) {
         ->capture_default_str();
     cmd->add_option("--precision", k.precision,
                     "fp32, or bf16: convolutions and inner products on own (or auto) take BF16 inputs with FP32 "
-                    "sums where the CPU has BF16 dot products (avx512_bf16); elsewhere it says so and runs fp32")
+                    "sums where the CPU has BF16 dot products (avx512_bf16, POWER10 mma); elsewhere it says so and runs fp32")
         ->check(CLI::IsMember({"fp32", "bf16"}))
         ->capture_default_str();
     cmd->add_option("--auto-cache", k.auto_cache,
