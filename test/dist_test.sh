@@ -52,21 +52,22 @@ run softsync1 5 --protocol softsync --n 1
 grep -q '^epoch 2/2: test accuracy [0-9.]*, top-5 [0-9.]* (loss [0-9.]*), train loss [0-9.]*, [0-9,]* images/s, staleness [0-9.]* (max [0-9]*), overlap [0-9.]*, [0-9:]* elapsed$' \
   "$work/softsync1.log" && ! grep -q '"event":"epoch"' "$work/softsync1.log" && ! grep -q $'\r' "$work/softsync1.log" &&
   pass || { fail "softsync1: readable epoch lines"; grep epoch "$work/softsync1.log"; }
-# --wire bf16: the PS takes half the bytes per update, and answers pulls with half the bytes.
-run softsync1_bf16 5 --protocol softsync --n 1 --wire bf16
+# --wire bf16: the PS takes half the bytes per update, and answers pulls with half the bytes;
+# hardsync still learns (1-softsync on this small set fails to learn in some runs at either wire).
+run hardsync_bf16 5 --protocol hardsync --wire bf16
 per_update() {  # per_update RUN: the PS's bytes received per update and sent per reply with weights, at the last epoch
   python3 -c 'import json, sys
 e = [json.loads(l) for l in open(sys.argv[1]) if "\"event\":\"epoch\"" in l][-1]
 t = e["rank0_traffic"]
 print(t["received_bytes"] / e["updates"], t["sent_bytes"] / t["weight_replies"])' "$work/$1/metrics.jsonl"
 }
-read -r got32 sent32 <<<"$(per_update softsync1)"
-read -r got16 sent16 <<<"$(per_update softsync1_bf16)"
+read -r got32 sent32 <<<"$(per_update hardsync)"
+read -r got16 sent16 <<<"$(per_update hardsync_bf16)"
 echo "wire fp32: $got32 bytes per update received, $sent32 per reply; bf16: $got16, $sent16"
 awk -v a="$got32" -v b="$got16" -v c="$sent32" -v d="$sent16" 'BEGIN { r = b / a; s = d / c; exit !(r > 0.49 && r < 0.51 && s > 0.49 && s < 0.51) }' &&
   pass || fail "--wire bf16 halves the PS's bytes per update and per reply"
-acc=$(sed -n 's/.*"event":"epoch".*"test_accuracy":\([0-9.]*\).*/\1/p' "$work/softsync1_bf16/metrics.jsonl" | tail -1)
-perl -e "exit !($acc > 0.3)" && pass || fail "softsync1 with --wire bf16 learns (test accuracy $acc)"
+acc=$(sed -n 's/.*test_accuracy \([0-9.]*\).*/\1/p' "$work/hardsync_bf16.test")
+perl -e "exit !($acc > 0.3)" && pass || fail "hardsync with --wire bf16 learns (test accuracy $acc)"
 run easgd_bf16 5 --protocol easgd --wire bf16
 run softsyncL 5 --protocol softsync --n 3 --lr-modulation per-gradient --ps-receive-ahead on
 run async 5 --protocol async --mode overlap --momentum 0.5 --json --progress bar
