@@ -1,5 +1,6 @@
 // Which BF16 micro-kernel and conversion run: the first of each list that the ISA gate allows.
 #include <stdexcept>
+#include <vector>
 
 #include "kernels/bf16/bf16.h"
 #include "kernels/bf16/bgemm.h"
@@ -13,6 +14,12 @@ struct KernelEntry {
     const Bf16MicroKernel* kernel;
 };
 
+// The kernels in order of preference, each nullptr where this build lacks it.
+std::vector<KernelEntry> kernel_list() {
+    return {{"avx512_bf16", avx512_bf16_micro_kernel()}, {"mma", mma_bf16_micro_kernel()},
+            {"reference", reference_bf16_micro_kernel()}};
+}
+
 template <class T>
 std::string why_not(const T* impl, Isa isa, const IsaGate& gate) {
     if (!impl) return "-";
@@ -20,9 +27,8 @@ std::string why_not(const T* impl, Isa isa, const IsaGate& gate) {
 }
 
 const Bf16MicroKernel& choose(const IsaGate& gate, ImplChoice& choice) {
-    const KernelEntry list[] = {{"avx512_bf16", avx512_bf16_micro_kernel()},
-                                {"mma", mma_bf16_micro_kernel()},
-                                {"reference", reference_bf16_micro_kernel()}};
+    const auto built = kernel_list();
+    const KernelEntry list[] = {built[0], built[1], built[2]};
     const KernelEntry& e = first_taker(
         list, [&](const KernelEntry& k) { return why_not(k.kernel, k.kernel ? k.kernel->isa : Isa::Reference, gate); },
         choice);
@@ -49,8 +55,8 @@ const Process& process_choice() {
 
 std::vector<const Bf16MicroKernel*> runnable_bf16_micro_kernels(const IsaGate& gate) {
     std::vector<const Bf16MicroKernel*> out;
-    for (const Bf16MicroKernel* k : {avx512_bf16_micro_kernel(), mma_bf16_micro_kernel(), reference_bf16_micro_kernel()})
-        if (k && gate.allows(k->isa)) out.push_back(k);
+    for (const KernelEntry& e : kernel_list())
+        if (e.kernel && gate.allows(e.kernel->isa)) out.push_back(e.kernel);
     return out;
 }
 
