@@ -49,6 +49,56 @@ RUDRA_SIMD typename V::F load_tap(const Tap<SW>& t, const float* row) {
     }
 }
 
+// Whether every tap of the step at output column px (n outputs) lies inside the row: then its
+// loads need only the step's masks of n lanes, and the first tap starts every lane's maximum.
+template <int SW>
+bool interior_step(const PoolGeometry& g, int px, int n) {
+    const int first = SW * px - g.pad_w;
+    return first >= 0 && first + g.kernel_w - 1 + SW * (n - 1) < g.width;
+}
+
+// One tap's inputs of the step's n outputs, from p on. A full step (Full: n = kLanes, and
+// interior_step's bound with a value to spare for SW = 2) loads whole vectors; else
+// SW (n - 1) + 1 values under the step's masks lo and hi (the second kLanes values), so no load
+// reaches past the last lane's input.
+template <int SW, bool Full>
+RUDRA_SIMD typename V::F load_step(const float* p, typename V::M lo, typename V::M hi) {
+    if constexpr (SW == 1) {
+        return Full ? V::load(p) : V::load(lo, p);
+    } else if constexpr (Full) {
+        return V::evens(V::load(p), V::load(p + V::kLanes));
+    } else {
+        return V::evens(V::load(lo, p), V::load(hi, p + V::kLanes));
+    }
+}
+
+// The step of max_row where interior_step holds. The general step's masks, a dozen per window
+// row, spilled out of AVX-512's eight mask registers and ran AlexNet's pool1 (rows of 55) at a
+// third of pool2's bandwidth.
+template <int SW, bool Full>
+RUDRA_SIMD void max_interior_step(const float* xp, const PoolGeometry& g, pool::Window rows, int px, int n,
+                                  float* best, int32_t* arg) {
+    const int first = SW * px - g.pad_w;
+    const int values = SW * (n - 1) + 1;  // of each tap's load
+    const typename V::M lo = V::first(values), hi = V::first(values - V::kLanes);
+    const typename V::I cols = V::addi(V::set1i(first), V::muli(V::iota(), V::set1i(SW)));
+    const float* row = xp + static_cast<long>(rows.h0) * g.width + first;
+    typename V::F b = load_step<SW, Full>(row, lo, hi);
+    typename V::I a = V::addi(cols, V::set1i(rows.h0 * g.width));
+    for (int h = rows.h0; h < rows.h1; ++h, row += g.width) {
+        const typename V::I row_cols = V::addi(cols, V::set1i(h * g.width));
+        for (int kw = h == rows.h0 ? 1 : 0; kw < g.kernel_w; ++kw) {
+            const typename V::F v = load_step<SW, Full>(row + kw, lo, hi);
+            const typename V::M take = V::greater(v, b);
+            b = V::select(take, b, v);
+            a = V::select(take, a, V::addi(row_cols, V::set1i(kw)));
+        }
+    }
+    const typename V::M out = V::first(n);
+    V::store(best + px, out, b);
+    V::store(arg + px, out, a);
+}
+
 // Output row py, all columns. The first tap inside the image starts each maximum, then strictly
 // greater values replace it: the first maximum in scan order wins, as in Caffe. A window wholly
 // in the padding gives 0 with index -1, as the portable path does.
@@ -58,6 +108,13 @@ void max_row(const float* xp, const PoolGeometry& g, int py, int pw, float* best
     Tap<SW> taps[kMaxVectorKernelW];
     for (int px = 0; px < pw; px += V::kLanes) {
         const int n = std::min(V::kLanes, pw - px);
+        if (rows.h0 < rows.h1 && interior_step<SW>(g, px, n)) {
+            if (n == V::kLanes && SW * px - g.pad_w + g.kernel_w - 1 + SW * V::kLanes <= g.width)
+                max_interior_step<SW, true>(xp, g, rows, px, n, best, arg);
+            else
+                max_interior_step<SW, false>(xp, g, rows, px, n, best, arg);
+            continue;
+        }
         for (int kw = 0; kw < g.kernel_w; ++kw) taps[kw] = make_tap<SW>(g, px, n, kw);
         typename V::F b = V::zero();
         typename V::I a = V::set1i(-1);

@@ -173,7 +173,11 @@ TEST_CASE("max pooling: values and argmax match a direct scan over clipped windo
     std::uniform_int_distribution<int> level(0, 6);  // few distinct values: many ties
     for (SquarePool c : {SquarePool{32, 32, 3, 2, 0}, SquarePool{9, 13, 3, 2, 1}, SquarePool{8, 8, 2, 2, 0},
                          SquarePool{7, 11, 3, 1, 1}, SquarePool{10, 9, 3, 3, 1}, SquarePool{6, 17, 5, 2, 2},
-                         SquarePool{5, 37, 3, 2, 1}}) {  // 37 wide: the masked whole-window taps
+                         SquarePool{5, 37, 3, 2, 1},  // 37 wide: the masked whole-window taps
+                         // Rows wide enough for steps whose taps all lie inside (avx512_rows' and
+                         // avx2_rows' interior steps), full and partial: AlexNet's pool1 among them.
+                         SquarePool{55, 55, 3, 2, 0}, SquarePool{9, 45, 3, 1, 1}, SquarePool{6, 47, 2, 1, 0},
+                         SquarePool{12, 70, 3, 2, 1}}) {
         const rudra::kernels::PoolGeometry g = c.geometry();
         const int planes = 3, ph = g.pooled_h(), pw = g.pooled_w();
         std::vector<float> x(static_cast<size_t>(planes) * c.h * c.w);
