@@ -68,7 +68,20 @@ awk -v a="$got32" -v b="$got16" -v c="$sent32" -v d="$sent16" 'BEGIN { r = b / a
   pass || fail "--wire bf16 halves the PS's bytes per update and per reply"
 acc=$(sed -n 's/.*test_accuracy \([0-9.]*\).*/\1/p' "$work/hardsync_bf16.test")
 perl -e "exit !($acc > 0.3)" && pass || fail "hardsync with --wire bf16 learns (test accuracy $acc)"
+# A replay does not round as the run's ranks did: it refuses a --wire bf16 run, saying so.
+if timeout 60 "$rudra" dist --replay "$work/hardsync_bf16" -o "$work/hardsync_bf16_replay" >"$work/hardsync_bf16_replay.log" 2>&1
+then fail "replay of a --wire bf16 run: accepted"
+else grep -q "schedule.txt: the run's learners pushed and pulled BF16 (--wire bf16), whose rounding a replay does not repeat" \
+  "$work/hardsync_bf16_replay.log" && pass || { fail "replay of a --wire bf16 run: the reason"; tail -3 "$work/hardsync_bf16_replay.log"; }
+fi
 run easgd_bf16 5 --protocol easgd --wire bf16
+# A resumed run keeps the checkpoint's wire: EASGD stopped after its first epoch goes on in BF16.
+epochs=1 run easgd_bf16_resumed 5 --protocol easgd --wire bf16 --epochs 1
+if timeout -k 5 180 mpiexec -n 5 "$rudra" dist --resume "$work/easgd_bf16_resumed" --epochs 2 \
+    >"$work/easgd_bf16_resumed2.log" 2>&1; then pass; else fail "easgd_bf16_resumed: the resume failed"; fi
+grep -q '"event":"start".*"wire":"bf16"' "$work/easgd_bf16_resumed/metrics.jsonl" &&
+  grep -q '"event":"resume".*"wire":"bf16"' "$work/easgd_bf16_resumed/metrics.jsonl" && pass ||
+  fail "easgd_bf16_resumed: the start and resume lines say wire bf16"
 run softsyncL 5 --protocol softsync --n 3 --lr-modulation per-gradient --ps-receive-ahead on
 run async 5 --protocol async --mode overlap --momentum 0.5 --json --progress bar
 [ "$(grep -c '"event":"epoch"' "$work/async.log")" = 2 ] && grep -q $'\r\033\[Kepoch 1 \[' "$work/async.log" && pass ||
@@ -167,6 +180,21 @@ perl -e "exit !(${acc:-0} > 0.3)" && pass || fail "allreduce learns (test accura
 allreduce allreduce_again
 cmp -s "$work/allreduce/final.rudra" "$work/allreduce_again/final.rudra" && pass ||
   fail "allreduce: two runs with the same seed end with different weights"
+rank_bytes() {  # rank_bytes RUN RANK FIELD: a counter of the traffic line
+  python3 -c 'import json, sys
+t = json.loads(open(sys.argv[1]).readlines()[-1])
+print([r for r in t["ranks"] if r["rank"] == int(sys.argv[2])][0][sys.argv[3]])' "$work/$1/metrics.jsonl" "$2" "$3"
+}
+halved() {  # halved FP32_BYTES BF16_BYTES WHAT
+  awk -v a="$1" -v b="$2" 'BEGIN { r = b / a; exit !(r > 0.49 && r < 0.51) }' && pass || fail "$3: $1 bytes with fp32, $2 with bf16"
+}
+# --wire bf16: the sums carry BF16 (half the bytes), the learners' models still agree at every
+# epoch's check (each partial sum rounded alike everywhere), and it learns.
+allreduce allreduce_bf16 --wire bf16
+halved "$(rank_bytes allreduce 2 sum_bytes)" "$(rank_bytes allreduce_bf16 2 sum_bytes)" "allreduce --wire bf16 halves the sums' bytes"
+timeout 60 "$rudra" test "$solver" "$work/allreduce_bf16/final.rudra" --data "$data" >"$work/allreduce_bf16.test" 2>&1
+acc=$(sed -n 's/.*test_accuracy \([0-9.]*\).*/\1/p' "$work/allreduce_bf16.test")
+perl -e "exit !(${acc:-0} > 0.3)" && pass || fail "allreduce with --wire bf16 learns (test accuracy $acc)"
 
 # EASGD: learners step locally; every 2 steps they exchange elastic differences with the PS's centre.
 run easgd 5 --protocol easgd --tau 2 --beta 0.3
@@ -188,6 +216,17 @@ for mode in pull push; do
   else fail "$name: rudra test reads final.rudra"; cat "$work/$name.test"; fi
   acc=$(sed -n 's/.*test_accuracy \([0-9.]*\).*/\1/p' "$work/$name.test")
   perl -e "exit !(${acc:-0} > 0.3)" && pass || fail "$name learns (test accuracy $acc)"
+  # --wire bf16: the models exchanged take half the bytes (the same peers: the same seed), and
+  # the learners' average learns. A learner pulls as many models as it takes, and pushes as many
+  # as it sends.
+  if timeout -k 5 180 mpiexec -n 4 "$rudra" dist "$solver" --data "$data" --epochs 2 --batch 16 --protocol gossip-$mode \
+      --tau 2 --wire bf16 -o "$work/${name}_bf16" >"$work/${name}_bf16.log" 2>&1; then pass
+  else fail "${name}_bf16: exit $?"; tail -20 "$work/${name}_bf16.log"; fi
+  field=received_bytes; [ $mode = push ] && field=sent_bytes
+  halved "$(rank_bytes "$name" 2 $field)" "$(rank_bytes "${name}_bf16" 2 $field)" "$name --wire bf16 halves rank 2's $field"
+  timeout 60 "$rudra" test "$solver" "$work/${name}_bf16/final.rudra" --data "$data" >"$work/${name}_bf16.test" 2>&1
+  acc=$(sed -n 's/.*test_accuracy \([0-9.]*\).*/\1/p' "$work/${name}_bf16.test")
+  perl -e "exit !(${acc:-0} > 0.3)" && pass || fail "${name} with --wire bf16 learns (test accuracy $acc)"
 done
 
 # A straggler (experiments): rank 2 computes 3 times slower, under all-reduce and under async.
@@ -305,8 +344,6 @@ expect_error adv_fan_out "--fan-out: must be a positive integer, got '0'" 8 --da
   --ranks-per-node 4 --fan-out 0
 expect_error adv_per_gradient "--lr-modulation per-gradient weighs each gradient before the sum" \
   8 --data "$data" --protocol softsync --topology adv --ranks-per-node 4 --lr-modulation per-gradient
-expect_error wire_allreduce "--wire bf16 is carried by the parameter-server protocols and EASGD; --protocol allreduce" \
-  5 --data "$data" --protocol allreduce --wire bf16
 expect_error wire_adv "--wire bf16 with --topology adv: the leaf PSs' sums and the weight broadcast carry FP32" \
   8 --data "$data" --protocol async --topology adv --ranks-per-node 4 --wire bf16
 expect_error per_node_base "--ranks-per-node is a setting of --topology adv and adv*" 5 --data "$data" --protocol async --ranks-per-node 2

@@ -103,6 +103,30 @@ TEST_CASE("in-process sums: every member gets the same sum, in posting order") {
     }
 }
 
+TEST_CASE("in-process sums on a BF16 wire: each value and each partial sum rounded to BF16, half the bytes") {
+    const int members = 3;
+    InProcessSumHub hub(members);
+    // 1 + 2^-9 is not a BF16 value (8 significand bits): it is sent as 1.
+    const float tiny = 1.0f + 1.0f / 512.0f;
+    std::vector<std::vector<float>> data{{tiny, 256.0f}, {tiny, 1.0f}, {tiny, 1.0f}};
+    std::vector<int64_t> bytes(members);
+    std::vector<std::thread> threads;
+    for (int m = 0; m < members; ++m)
+        threads.emplace_back([&, m] {
+            InProcessSumGroup g(hub, m);
+            g.start(data[m].data(), 2, rudra::dist::Wire::Bf16);
+            g.wait_all();
+            bytes[m] = g.sum_bytes();
+        });
+    for (auto& t : threads) t.join();
+    for (int m = 0; m < members; ++m) {
+        CHECK(data[m][0] == 3.0f);  // 1 + 1 + 1, where FP32 gives 3 + 3 * 2^-9
+        // 256 + 1 = 257 rounds to 256 (ties to even), and again: each partial sum is rounded.
+        CHECK(data[m][1] == 256.0f);
+        CHECK(bytes[m] == 4);
+    }
+}
+
 TEST_CASE("models_agree: true for identical weights, false when one bit of one member differs") {
     for (int differ : {0, 1}) {
         const int members = 3;

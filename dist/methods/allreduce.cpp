@@ -130,7 +130,9 @@ public:
     session::StepDone step(const session::RunPosition& at, bool stop_asked) override {
         float stop = stop_asked ? 1.0f : 0.0f;
         group_.start(&stop, 1);
-        const auto send = [&](FloatRange r) { group_.start(work_.gradients + r.first, r.second - r.first); };
+        const auto send = [&](FloatRange r) {
+            group_.start(work_.gradients + r.first, r.second - r.first, cfg_.wire);
+        };
         const double loss = timed(cfg_.timeline, "compute (sums start as layers end)", sum_.compute_s, [&] {
             const double l = work_.compute([&](size_t layer) {
                 buckets_.layer_done(layer, send);

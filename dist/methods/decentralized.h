@@ -33,6 +33,9 @@ struct DecentralizedConfig : RunCommon {
     // Asked on every learner before each step; the answers are summed over the learners, so that
     // they stop together when any of them says true.
     std::function<bool()> stop_requested;
+    // --wire: the format of the gradient sums (all-reduce) and of the models the peers exchange
+    // (gossip). The stop requests, counts and hashes summed beside them stay FP32.
+    Wire wire = Wire::Fp32;
 };
 
 // The waits of a decentralized learner: keep_waiting() asks `silent_peer` and remembers the rank

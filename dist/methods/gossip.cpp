@@ -27,13 +27,15 @@ using Clock = std::chrono::steady_clock;
 class ModelExchange {
 public:
     // `peer_alive(rank)`: false once `rank` is known to be lost (empty: never known).
-    ModelExchange(Transport& t, GossipMode mode, size_t n, std::function<bool(int)> peer_alive)
-        : t_(t), mode_(mode), peer_alive_(std::move(peer_alive)), published_(n), inbox_(n, 0.0f) {}
+    ModelExchange(Transport& t, GossipMode mode, Wire wire, size_t n, std::function<bool(int)> peer_alive)
+        : t_(t), mode_(mode), wire_(wire), peer_alive_(std::move(peer_alive)), published_(wire_bytes(wire, n)),
+          inbox_(n, 0.0f), received_model_(n) {}
     ~ModelExchange() { stop(); }
 
+    // The model as the wire carries it, encoded once for every pull until the next publish.
     void publish(const float* w) {
         std::lock_guard<std::mutex> lock(mu_);
-        std::copy(w, w + published_.size(), published_.begin());
+        wire_encode(wire_, w, inbox_.size(), published_.data());
     }
     // Push: adds the models received since the last call to `w` and averages; returns how many.
     int average_inbox(float* w) {
@@ -99,17 +101,18 @@ private:
         if (mode_ == GossipMode::Pull) {
             {
                 std::lock_guard<std::mutex> lock(mu_);
-                out.assign(reinterpret_cast<const char*>(published_.data()),
-                           reinterpret_cast<const char*>(published_.data() + published_.size()));
+                out = published_;
             }
             t_.send(e.source, kGossipModel, out.data(), out.size());
             return;
         }
-        if (in.size() != inbox_.size() * sizeof(float))
+        if (in.size() != wire_bytes(wire_, inbox_.size()))
             throw std::runtime_error("gossip: a model of " + std::to_string(in.size()) + " bytes from rank " +
                                      std::to_string(e.source) + " does not match this one (" +
-                                     std::to_string(inbox_.size() * sizeof(float)) + " bytes)");
-        const float* m = reinterpret_cast<const float*>(in.data());
+                                     std::to_string(wire_bytes(wire_, inbox_.size())) + " bytes, --wire " +
+                                     wire_name(wire_) + ")");
+        wire_decode(wire_, in.data(), inbox_.size(), received_model_.data());  // only this thread uses it
+        const float* m = received_model_.data();
         std::lock_guard<std::mutex> lock(mu_);
         for (size_t i = 0; i < inbox_.size(); ++i) inbox_[i] += m[i];
         ++inbox_count_;
@@ -118,9 +121,11 @@ private:
 
     Transport& t_;
     GossipMode mode_;
+    Wire wire_;
     std::function<bool(int)> peer_alive_;
     std::mutex mu_;
-    std::vector<float> published_, inbox_;
+    std::vector<char> published_;  // guarded by mu_
+    std::vector<float> inbox_, received_model_;
     int inbox_count_ = 0;
     std::atomic<int64_t> received_{0}, expected_{0};
     std::atomic<bool> stopping_{false};
@@ -141,7 +146,7 @@ public:
           rng_(cfg.seed * 1000003u + static_cast<uint64_t>(me_)), pick_(0, lambda_ - 2),  // any member but this one
           before_(cfg.start_steps + cfg.start_partial),
           peer_alive_([silent = cfg.silent_peer](int rank) { return !silent || silent().rank != rank; }),
-          exchange_(t, cfg.mode, n_, peer_alive_), sent_to_(static_cast<size_t>(lambda_), 0), avg_(n_), counts_(2 * static_cast<size_t>(lambda_) + 1),
+          exchange_(t, cfg.mode, cfg.wire, n_, peer_alive_), sent_to_(static_cast<size_t>(lambda_), 0), avg_(n_), counts_(2 * static_cast<size_t>(lambda_) + 1),
           reports_(t, cfg.stats_rank, cfg.report_every), stats_(t, cfg.stats_rank, &group), root_(me_ == 0),
           started_(Clock::now()) {
         for (int64_t e = 0; e < before_ / cfg.tau; ++e) pick_(rng_);  // the choices made before a resume
@@ -236,13 +241,16 @@ private:
             t_.send(rank, kGossipRequest, nullptr, 0);
             const auto e = t_.recv_while(rank, kGossipModel, in_, keep_waiting_, peer_alive_);
             if (!e) throw watch_.gone();
-            if (in_.size() != n_ * sizeof(float))
+            if (in_.size() != wire_bytes(cfg_.wire, n_))
                 throw std::runtime_error("gossip: a model of " + std::to_string(in_.size()) + " bytes from rank " +
-                                         std::to_string(rank) + " does not match this one");
-            const float* m = reinterpret_cast<const float*>(in_.data());
-            for (size_t i = 0; i < n_; ++i) w_[i] = 0.5f * (w_[i] + m[i]);
+                                         std::to_string(rank) + " does not match this one (--wire " +
+                                         wire_name(cfg_.wire) + ")");
+            peer_model_.resize(n_);
+            wire_decode(cfg_.wire, in_.data(), n_, peer_model_.data());
+            for (size_t i = 0; i < n_; ++i) w_[i] = 0.5f * (w_[i] + peer_model_[i]);
         } else {
-            out_.assign(reinterpret_cast<const char*>(w_), reinterpret_cast<const char*>(w_ + n_));
+            out_.resize(wire_bytes(cfg_.wire, n_));
+            wire_encode(cfg_.wire, w_, n_, out_.data());
             if (!t_.send_while(rank, kGossipModel, out_.data(), out_.size(), keep_waiting_)) throw watch_.gone();
             ++sent_to_[static_cast<size_t>(idx)];
             exchange_.average_inbox(w_);
@@ -344,7 +352,7 @@ private:
     const std::function<bool(int)> peer_alive_;
     ModelExchange exchange_;
     std::vector<int64_t> sent_to_;
-    std::vector<float> avg_, counts_;
+    std::vector<float> avg_, counts_, peer_model_;
     std::vector<char> in_, out_;
     GossipSummary sum_;
     int64_t boundary_steps_ = 0;  // each learner's steps at the last completed epoch

@@ -57,6 +57,7 @@ int run_allreduce_role(const RoleContext& rc) {
     }
     c.checkpoint_every = parse_checkpoint_every(o.checkpoint_every);
     c.stop_requested = s.stop_requested;
+    c.wire = dist::wire_named(o.wire);
     c.timeline = s.timeline;
     c.stats_rank = kStatsRank;
     c.batch = run.batch();

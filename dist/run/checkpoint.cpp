@@ -89,6 +89,8 @@ nlohmann::ordered_json run_settings(const DistOptions& o, int learners) {
             {"ranks_per_node", o.ranks_per_node},
             {"fan_out", o.fan_out},
             {"broadcast_fan_out", o.broadcast_fan_out},
+            {"wire", o.wire},
+            {"precision", o.kernels.precision},
             {"learners", learners}};
 }
 
@@ -174,6 +176,9 @@ void apply_settings(DistOptions& o, const SettingsSource& ck) {
     take(o, ck, "ranks_per_node", "--ranks-per-node", o.ranks_per_node, true);
     take(o, ck, "fan_out", "--fan-out", o.fan_out, true);
     take(o, ck, "broadcast_fan_out", "--broadcast-fan-out", o.broadcast_fan_out, true);
+    // The formats a run computes and sends in: kept unless the command line names others.
+    take(o, ck, "wire", "--wire", o.wire, true);
+    take(o, ck, "precision", "--precision", o.kernels.precision, true);
 }
 
 }  // namespace

@@ -59,6 +59,7 @@ int run_gossip_role(const RoleContext& rc) {
     c.elapsed_offset_s = s.elapsed_offset_s();
     c.replay_epoch = replays_epoch(s, samples_per_epoch);
     c.stop_requested = s.stop_requested;
+    c.wire = dist::wire_named(o.wire);
     c.timeline = s.timeline;
     if (rank == kPsRank) {
         c.silent_peer = silent_peer(rc.heartbeat, t.size(), o.peer_timeout);

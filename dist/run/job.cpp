@@ -149,9 +149,6 @@ void check_settings(const DistOptions& o, const Method& method, dist::Topology t
     if (o.given.count("--broadcast-fan-out") && topology != dist::Topology::AdvStar)
         throw std::runtime_error("--broadcast-fan-out is a setting of --topology adv*");
     if (dist::wire_named(o.wire) != dist::Wire::Fp32) {
-        if (method.family == Family::Decentralized)
-            throw std::runtime_error("--wire " + o.wire + " is carried by the parameter-server protocols and EASGD; --protocol " +
-                                     o.protocol + " sums or averages FP32 models");
         if (topology != dist::Topology::Base)
             throw std::runtime_error("--wire " + o.wire + " with --topology " + o.topology +
                                      ": the leaf PSs' sums and the weight broadcast carry FP32; use --topology base");
@@ -324,7 +321,6 @@ int run_rank(DistOptions& o, const std::chrono::steady_clock::time_point process
              dist::MpiSession& mpi, dist::MpiTransport& transport, const dist::WaitPolicy& wait) {
     const int rank = transport.rank();
     kernels::selected_micro_kernel();  // a bad RUDRA_ISA or RUDRA_SGEMM_BLOCKS, before any work
-    if (const std::string note = o.kernels.resolve_precision(); !note.empty() && rank == kPsRank) say(note);
     if (transport.size() < 3)
         throw std::runtime_error("rudra dist needs at least 3 ranks (parameter server, statistics server, a learner); got " +
                                  std::to_string(transport.size()));
@@ -333,6 +329,7 @@ int run_rank(DistOptions& o, const std::chrono::steady_clock::time_point process
         resume = read_dist_checkpoint(o.resume);
         apply_checkpoint_settings(o, *resume);
     }
+    if (const std::string note = o.kernels.resolve_precision(); !note.empty() && rank == kPsRank) say(note);
     const Method& method = method_of(dist::Protocol::kind_named(o.protocol));
     const dist::Topology topology = dist::parse_topology(o.topology);
     check_settings(o, method, topology);

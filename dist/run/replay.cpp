@@ -35,6 +35,7 @@
 #include "dist/run/replay_epoch_lines.h"
 #include "dist/run/replay_learners.h"
 #include "dist/run/roles.h"
+#include "dist/transport/wire.h"
 #include "nn/atomic_file.h"
 #include "session/exit_codes.h"
 #include "session/run_folder.h"
@@ -272,6 +273,10 @@ int run_replay(const DistOptions& options) {
         throw std::runtime_error(path + ": the run chose its convolution kernels by measuring them (--conv-backend "
                                         "auto), which a replay cannot repeat: replay runs of own, blis or onednn");
     o.kernels.validate();
+    if (dist::wire_named(o.wire) != dist::Wire::Fp32)
+        throw std::runtime_error(path + ": the run's learners pushed and pulled BF16 (--wire " + o.wire +
+                                 "), whose rounding a replay does not repeat: replay runs of --wire fp32");
+    if (const std::string note = o.kernels.resolve_precision(); !note.empty()) say(note);
     const session::CheckpointEvery checkpoint_every = parse_checkpoint_every(o.checkpoint_every);
     const int lambda = rec.record.learners();
     const dist::Protocol protocol = dist::Protocol::parse(o.protocol, lambda, o.n, o.backup, o.k);

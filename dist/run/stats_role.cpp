@@ -63,7 +63,9 @@ nlohmann::ordered_json start_line(const char* event, const DistOptions& o, const
             {"base_lr", s.spec.solver.lr.base_lr},
             {"momentum", s.spec.solver.momentum},
             {"train_images", sets.train.size()},
-            {"test_images", sets.test.size()}};
+            {"test_images", sets.test.size()},
+            {"wire", o.wire},
+            {"precision", o.kernels.bf16 ? "bf16" : "fp32"}};
 }
 
 int run_stats_role(const RoleContext& c) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/bf16/bf16.h"
+
 namespace rudra::dist {
 
 bool InProcessTransport::send_while(int dest, int tag, const void* data, size_t bytes, const KeepWaiting&) {
@@ -52,20 +54,30 @@ std::optional<Envelope> InProcessTransport::recv_while(int source, int tag, std:
     }
 }
 
-void InProcessSumGroup::start(float* data, size_t count) {
-    count_sum(count);
+void InProcessSumGroup::start(float* data, size_t count, Wire wire) {
+    count_sum(count, wire);
     std::lock_guard<std::mutex> lock(hub_.mu_);
     InProcessSumHub::Op& op = hub_.ops_[next_++];
     if (op.data.empty()) {
         op.data.assign(static_cast<size_t>(hub_.members_), nullptr);
         op.count = count;
+        op.wire = wire;
     }
-    if (op.count != count) throw std::logic_error("InProcessSumGroup: members posted sums of different sizes");
+    if (op.count != count || op.wire != wire)
+        throw std::logic_error("InProcessSumGroup: members posted sums of different sizes or wires");
     op.data[static_cast<size_t>(index_)] = data;
     if (++op.posted < hub_.members_) return;
     std::vector<float> sum(op.data[0], op.data[0] + count);
-    for (size_t m = 1; m < op.data.size(); ++m)
-        for (size_t i = 0; i < count; ++i) sum[i] += op.data[m][i];
+    if (wire == Wire::Bf16) {
+        // As a chain of BF16 messages: each value rounded as sent, each partial sum rounded again.
+        for (float& v : sum) v = kernels::round_to_bf16(v);
+        for (size_t m = 1; m < op.data.size(); ++m)
+            for (size_t i = 0; i < count; ++i)
+                sum[i] = kernels::round_to_bf16(sum[i] + kernels::round_to_bf16(op.data[m][i]));
+    } else {
+        for (size_t m = 1; m < op.data.size(); ++m)
+            for (size_t i = 0; i < count; ++i) sum[i] += op.data[m][i];
+    }
     for (float* d : op.data) std::copy(sum.begin(), sum.end(), d);
     op.done = true;
     hub_.cv_.notify_all();

@@ -58,6 +58,7 @@ private:
     struct Op {
         std::vector<float*> data;
         size_t count = 0;
+        Wire wire = Wire::Fp32;
         int posted = 0, collected = 0;
         bool done = false;
     };
@@ -72,7 +73,7 @@ public:
     InProcessSumGroup(InProcessSumHub& hub, int index) : hub_(hub), index_(index) {}
     int members() const override { return hub_.members_; }
     int index() const override { return index_; }
-    void start(float* data, size_t count) override;
+    void start(float* data, size_t count, Wire wire = Wire::Fp32) override;
     void progress() override {}
     bool wait_all(const KeepWaiting& keep_waiting = {}) override;
 

@@ -100,15 +100,22 @@ public:
     MpiSumGroup& operator=(const MpiSumGroup&) = delete;
     int members() const override { return members_; }
     int index() const override { return index_; }
-    void start(float* data, size_t count) override;
+    void start(float* data, size_t count, Wire wire = Wire::Fp32) override;
     void progress() override;
     bool wait_all(const KeepWaiting& keep_waiting = {}) override;
 
 private:
+    // A BF16 sum in flight: its wire copy, widened into `into` when every pending sum is done.
+    struct Bf16Sum {
+        float* into;
+        std::vector<uint16_t> wire;
+    };
     WaitPolicy policy_;
     MPI_Comm comm_ = MPI_COMM_NULL;
+    MPI_Op bf16_sum_ = MPI_OP_NULL;  // BF16 addition, rounding each partial sum
     int members_ = 0, index_ = -1;
     std::vector<MPI_Request> pending_;
+    std::vector<Bf16Sum> pending_bf16_;
 };
 
 }  // namespace rudra::dist
