@@ -142,6 +142,24 @@ for other in adv_hardsync advstar_hardsync; do
 done
 tail -1 "$work/adv_softsync/metrics.jsonl" | grep -q '{"rank":2,"role":"inner parameter server".*{"rank":8,"role":"leaf parameter server"' &&
   pass || fail "adv_softsync: a chain of leaves with --fan-out 1"
+# --wire bf16 on the trees: the leaves' sums come up and the weights go down (adv: through the
+# leaves; adv*: down the broadcast tree) in half the bytes (the root's other messages, the
+# epochs' FP32 weights to the statistics server, add a little to what it sends), and the same
+# samples end at nearly the same loss.
+run adv_hardsync_bf16 12 --protocol hardsync --topology adv --ranks-per-node 4 --wire bf16
+run advstar_hardsync_bf16 12 --protocol hardsync --topology 'adv*' --ranks-per-node 4 --wire bf16
+for t in adv advstar; do
+  read -r got32 sent32 <<<"$(per_update ${t}_hardsync)"
+  read -r got16 sent16 <<<"$(per_update ${t}_hardsync_bf16)"
+  echo "$t wire fp32: $got32 bytes per update received, $sent32 per version sent; bf16: $got16, $sent16"
+  awk -v a="$got32" -v b="$got16" -v c="$sent32" -v d="$sent16" 'BEGIN { r = b / a; s = d / c; exit !(r > 0.49 && r < 0.51 && s > 0.49 && s < 0.53) }' &&
+    pass || fail "${t}_hardsync --wire bf16 halves the root's bytes per update and per version"
+  perl -e 'exit !(abs($ARGV[0] - $ARGV[1]) <= 0.05 * abs($ARGV[0]) && $ARGV[0] > 0)' "$(last_loss ${t}_hardsync)" \
+    "$(last_loss ${t}_hardsync_bf16)" && pass ||
+    fail "${t}_hardsync_bf16: test loss $(last_loss ${t}_hardsync_bf16), FP32's $(last_loss ${t}_hardsync)"
+done
+# A chain of leaves (a sum of sums) in BF16.
+run adv_softsync_bf16 12 --protocol softsync --n 1 --topology adv --ranks-per-node 4 --fan-out 1 --mode overlap --wire bf16
 # Rudra-adv*: the weights go down a broadcast tree over the learners (a chain with fan-out 1:
 # rank 0 -> 3 -> 5 -> 6 -> 7 -> 9 -> 10 -> 11); the leaves take no weights.
 run advstar 12 --protocol softsync --n 1 --topology 'adv*' --ranks-per-node 4 --broadcast-fan-out 1
@@ -344,8 +362,6 @@ expect_error adv_fan_out "--fan-out: must be a positive integer, got '0'" 8 --da
   --ranks-per-node 4 --fan-out 0
 expect_error adv_per_gradient "--lr-modulation per-gradient weighs each gradient before the sum" \
   8 --data "$data" --protocol softsync --topology adv --ranks-per-node 4 --lr-modulation per-gradient
-expect_error wire_adv "--wire bf16 with --topology adv: the leaf PSs' sums and the weight broadcast carry FP32" \
-  8 --data "$data" --protocol async --topology adv --ranks-per-node 4 --wire bf16
 expect_error per_node_base "--ranks-per-node is a setting of --topology adv and adv*" 5 --data "$data" --protocol async --ranks-per-node 2
 expect_error bcast_adv "--broadcast-fan-out is a setting of --topology adv*" 8 --data "$data" --protocol async --topology adv \
   --ranks-per-node 4 --broadcast-fan-out 2

@@ -276,8 +276,9 @@ void add_dist_method_options(CLI::App* d, DistOptions& dist) {
         ->check(CLI::IsMember({"on", "off"}));
     d->add_option("--wire", dist.wire,
                   "fp32, or bf16: weights and gradients travel as BF16 (half the bytes, rounded to nearest even); "
-                  "what each rank keeps stays FP32. Parameter-server protocols on --topology base (learners push "
-                  "BF16 gradients, pull BF16 weights; the PS keeps FP32 weights and solver state), EASGD, all-reduce "
+                  "what each rank keeps stays FP32. Parameter-server protocols (learners push BF16 gradients, pull "
+                  "BF16 weights; the PS keeps FP32 weights and solver state; a leaf PS sums in FP32 and sends the sum "
+                  "up in BF16; adv* broadcasts BF16 weights), EASGD, all-reduce "
                   "(BF16 sums, each partial sum rounded) and gossip (BF16 models exchanged)")
         ->check(CLI::IsMember({"fp32", "bf16"}))
         ->capture_default_str();

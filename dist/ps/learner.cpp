@@ -218,7 +218,7 @@ private:
                     sync_.cv.notify_all();
                     return;
                 }
-                unpack_floats<WeightsReply>(message, spare_, floats_);
+                unpack_floats<WeightsReply>(message, spare_, floats_, cfg_.wire);
                 std::lock_guard<std::mutex> lock(sync_.mu);
                 std::swap(spare_, ready_);
                 ts_ = h.ts;

@@ -295,7 +295,7 @@ void ParameterServer::maybe_broadcast() {
         }
         return;
     }
-    pack(broadcast_out_, WeightsReply{rule_.timestamp(), 1, 0}, params_.values(), params_.size());
+    pack(broadcast_out_, WeightsReply{rule_.timestamp(), 1, 0}, params_.values(), params_.size(), config_.wire);
     broadcast_due_ = false;
     ++weight_replies_;
     broadcast_->send(broadcast_out_);
@@ -319,7 +319,7 @@ bool ParameterServer::epoch_end(const session::RunPosition& at, bool last) {
 // alone; those of learners lost meanwhile are dropped with the sum (it cannot be split).
 void ParameterServer::take_gradient_sum(const Envelope& e, int index) {
     const auto h = unpack_header<GradientSumHeader>(in_);
-    const size_t floats = params_.size() * sizeof(float);
+    const size_t floats = wire_bytes(config_.wire, params_.size());
     if (!gradient_sum_fits(in_.size(), floats, h.count))
         throw std::runtime_error("PS: a sum of " + std::to_string(h.count) + " gradients in " +
                                  std::to_string(in_.size()) + " bytes from rank " + std::to_string(e.source) +
@@ -341,6 +341,11 @@ void ParameterServer::take_gradient_sum(const Envelope& e, int index) {
         bundle_.push_back(BundledGradient{i, entry.ts});
     }
     const float* sum = reinterpret_cast<const float*>(in_.data() + sizeof(GradientSumHeader));
+    if (config_.wire != Wire::Fp32) {
+        wide_gradient_.resize(params_.size());
+        wire_decode(config_.wire, in_.data() + sizeof(GradientSumHeader), params_.size(), wide_gradient_.data());
+        sum = wide_gradient_.data();
+    }
     const Span span(config_.timeline, "gradient sum (and update)", Lane::Main, e.source);
     if (rule_.add_bundle(bundle_, sum)) after_update();
 }

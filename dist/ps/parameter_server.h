@@ -51,8 +51,9 @@ struct PsConfig : RunCommon {
     // (dist/ps/receive_ahead.h); off: the PS receives each message itself once it is free. Off by
     // default: no gain was measured on 2 cores, and it changes the PS's timing.
     bool receive_ahead = false;
-    // --wire: the format of the gradients the learners push and the weights they pull (base
-    // topology); the PS keeps FP32 weights and widens each gradient before the update.
+    // --wire: the format of the gradients the learners push, the leaf PSs' sums (adv, adv*), the
+    // weights pulled and broadcast (adv*); the PS keeps FP32 weights and widens each gradient or
+    // sum before the update.
     Wire wire = Wire::Fp32;
 };
 

@@ -38,11 +38,14 @@ public:
               },
               c.timeline, "send sum up") {
         for (int r : c_.children) children_.push_back(Child{r});
-        const size_t floats = c_.param_floats * sizeof(float);
-        in_.reserve(sizeof(WeightsReply) + floats);
-        weights_.reserve(sizeof(WeightsReply) + floats);
-        filling_.reserve(sizeof(GradientSumHeader) + floats + 64 * sizeof(GradientSumEntry));
-        filling_.resize(sizeof(GradientSumHeader) + floats);
+        in_.reserve(sizeof(WeightsReply) + wire_floats_);
+        weights_.reserve(sizeof(WeightsReply) + wire_floats_);
+        filling_.reserve(sizeof(GradientSumHeader) + wire_floats_ + 64 * sizeof(GradientSumEntry));
+        filling_.resize(sizeof(GradientSumHeader) + wire_floats_);
+        if (c_.wire != Wire::Fp32) {
+            sum_.resize(c_.param_floats);
+            wide_.resize(c_.param_floats);
+        }
     }
 
     RelaySummary run() {
@@ -139,9 +142,10 @@ private:
             return;
         }
         if (got.has_weights) {
-            if (in_.size() != sizeof(WeightsReply) + c_.param_floats * sizeof(float))
+            if (!holds_floats<WeightsReply>(in_, c_.param_floats, c_.wire))
                 throw std::runtime_error("leaf PS: weights of " + std::to_string(in_.size()) +
-                                         " bytes from its parent do not match the model");
+                                         " bytes from its parent do not match the model (--wire " + wire_name(c_.wire) +
+                                         ")");
             std::swap(in_, weights_);  // the parent's message is what the children get: no copy
             ts_ = got.ts;
             ++summary_.weights_in;
@@ -223,33 +227,42 @@ private:
 
     bool full() const { return static_cast<int64_t>(entries_.size()) >= std::max<int64_t>(1, c_.share); }
 
-    float* sum() { return reinterpret_cast<float*>(filling_.data() + sizeof(GradientSumHeader)); }
+    // The sum being filled: in the message itself with FP32 on the wire, else in FP32 beside it.
+    float* sum() {
+        return c_.wire == Wire::Fp32 ? reinterpret_cast<float*>(filling_.data() + sizeof(GradientSumHeader)) : sum_.data();
+    }
 
-    void accumulate(const float* g) {
+    // Adds the wire's floats at `at` in in_ to the sum.
+    void accumulate(size_t at) {
+        const float* g = reinterpret_cast<const float*>(in_.data() + at);
+        if (c_.wire != Wire::Fp32) {
+            wire_decode(c_.wire, in_.data() + at, c_.param_floats, wide_.data());
+            g = wide_.data();
+        }
         add_to_relayed_sum(sum(), g, static_cast<long>(c_.param_floats), entries_.empty());
     }
 
     void add_gradient(const Envelope& e) {
-        if (in_.size() != sizeof(GradientHeader) + c_.param_floats * sizeof(float))
+        if (!holds_floats<GradientHeader>(in_, c_.param_floats, c_.wire))
             throw std::runtime_error("leaf PS: gradient of " + std::to_string(in_.size()) + " bytes from rank " +
-                                     std::to_string(e.source) + " does not match the model");
+                                     std::to_string(e.source) + " does not match the model (--wire " +
+                                     wire_name(c_.wire) + ")");
         const auto h = unpack_header<GradientHeader>(in_);
         const Span span(c_.timeline, "add gradient");
-        accumulate(reinterpret_cast<const float*>(in_.data() + sizeof(GradientHeader)));
+        accumulate(sizeof(GradientHeader));
         entries_.push_back(GradientSumEntry{e.source, h.ts});
         ++summary_.gradients;
     }
 
     void add_sum(const Envelope& e) {
         const auto h = unpack_header<GradientSumHeader>(in_);
-        const size_t floats = c_.param_floats * sizeof(float);
-        if (!gradient_sum_fits(in_.size(), floats, h.count))
+        if (!gradient_sum_fits(in_.size(), wire_floats_, h.count))
             throw std::runtime_error("leaf PS: a sum of " + std::to_string(h.count) + " gradients in " +
                                      std::to_string(in_.size()) + " bytes from rank " + std::to_string(e.source) +
                                      " does not match the model");
         const Span span(c_.timeline, "add sum");
-        accumulate(reinterpret_cast<const float*>(in_.data() + sizeof h));
-        const char* entries = in_.data() + sizeof h + floats;
+        accumulate(sizeof h);
+        const char* entries = in_.data() + sizeof h + wire_floats_;
         for (int64_t k = 0; k < h.count; ++k) {
             GradientSumEntry entry;
             std::memcpy(&entry, entries + k * static_cast<int64_t>(sizeof entry), sizeof entry);
@@ -261,11 +274,12 @@ private:
     void send_sum_up() {
         const GradientSumHeader h{static_cast<int64_t>(entries_.size())};
         std::memcpy(filling_.data(), &h, sizeof h);
+        if (c_.wire != Wire::Fp32) wire_encode(c_.wire, sum_.data(), c_.param_floats, filling_.data() + sizeof h);
         const size_t at = filling_.size();
         filling_.resize(at + entries_.size() * sizeof(GradientSumEntry));
         std::memcpy(filling_.data() + at, entries_.data(), entries_.size() * sizeof(GradientSumEntry));
         sender_.send(filling_);  // filling_ is now the buffer that was sent before
-        filling_.resize(sizeof(GradientSumHeader) + c_.param_floats * sizeof(float));
+        filling_.resize(sizeof(GradientSumHeader) + wire_floats_);
         entries_.clear();
         ++summary_.sums;
     }
@@ -275,7 +289,9 @@ private:
     Heartbeat& hb_;
     const std::function<void(const std::string&)>& log_;
     std::vector<Child> children_;
+    const size_t wire_floats_ = wire_bytes(c_.wire, c_.param_floats);  // bytes of a payload
     std::vector<char> in_, weights_, small_, filling_;
+    std::vector<float> sum_, wide_;  // --wire bf16: the sum in FP32, and a payload widened
     PostedBuffers posted_;  // replies to children given up
     std::vector<GradientSumEntry> entries_;
     int64_t ts_ = -1;

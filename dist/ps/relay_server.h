@@ -22,6 +22,7 @@
 
 #include "dist/transport/heartbeat.h"
 #include "dist/transport/transport.h"
+#include "dist/transport/wire.h"
 
 namespace rudra::dist {
 
@@ -42,6 +43,10 @@ struct RelayConfig {
     // adv*: the learners get the weights from the broadcast tree, so the relay takes none; its
     // one pull waits at the parent for the run's end (a stop answers it).
     bool pulls_weights = true;
+    // --wire: the format of the gradients and sums it takes, of the sum it sends up and of the
+    // weights it passes down (as the parent sent them). Sums are added in FP32 and rounded once,
+    // as they go up.
+    Wire wire = Wire::Fp32;
 };
 
 struct RelaySummary {

@@ -115,6 +115,7 @@ int run_relay_role(const RoleContext& c) {
     rc.peer_timeout_s = c.o.peer_timeout;
     rc.timeline = s.timeline;
     rc.pulls_weights = s.layout.topology() != dist::Topology::AdvStar;
+    rc.wire = dist::wire_named(c.o.wire);
     training_starts(c.transport, s);
     dist::run_relay(c.transport, rc, c.heartbeat, say);
     return 0;
