@@ -57,8 +57,15 @@ bool interior_step(const PoolGeometry& g, int px, int n) {
     return first >= 0 && first + g.kernel_w - 1 + SW * (n - 1) < g.width;
 }
 
-// One tap's inputs of the step's n outputs, from p on. A full step (Full: n = kLanes, and
-// interior_step's bound with a value to spare for SW = 2) loads whole vectors; else
+// Whether an interior step may load whole vectors (load_step's Full): kLanes outputs, and every
+// tap's SW kLanes values from its first inside the row.
+template <int SW>
+bool full_step(const PoolGeometry& g, int px, int n) {
+    return n == V::kLanes && SW * px - g.pad_w + g.kernel_w - 1 + SW * V::kLanes <= g.width;
+}
+
+// One tap's inputs of the step's n outputs, from p on. A full step (full_step) loads whole
+// vectors; else
 // SW (n - 1) + 1 values under the step's masks lo and hi (the second kLanes values), so no load
 // reaches past the last lane's input.
 template <int SW, bool Full>
@@ -109,7 +116,7 @@ void max_row(const float* xp, const PoolGeometry& g, int py, int pw, float* best
     for (int px = 0; px < pw; px += V::kLanes) {
         const int n = std::min(V::kLanes, pw - px);
         if (rows.h0 < rows.h1 && interior_step<SW>(g, px, n)) {
-            if (n == V::kLanes && SW * px - g.pad_w + g.kernel_w - 1 + SW * V::kLanes <= g.width)
+            if (full_step<SW>(g, px, n))
                 max_interior_step<SW, true>(xp, g, rows, px, n, best, arg);
             else
                 max_interior_step<SW, false>(xp, g, rows, px, n, best, arg);

@@ -315,6 +315,15 @@ bool ParameterServer::epoch_end(const session::RunPosition& at, bool last) {
     return false;
 }
 
+// The model-sized payload at `at` in the message received, as FP32: in place, or widened from
+// the wire's format.
+const float* ParameterServer::payload_fp32(size_t at) {
+    if (config_.wire == Wire::Fp32) return reinterpret_cast<const float*>(in_.data() + at);
+    wide_gradient_.resize(params_.size());
+    wire_decode(config_.wire, in_.data() + at, params_.size(), wide_gradient_.data());
+    return wide_gradient_.data();
+}
+
 // A leaf PS's sum: its gradients are counted, clocked and weighed one by one, as if each had come
 // alone; those of learners lost meanwhile are dropped with the sum (it cannot be split).
 void ParameterServer::take_gradient_sum(const Envelope& e, int index) {
@@ -340,12 +349,7 @@ void ParameterServer::take_gradient_sum(const Envelope& e, int index) {
         }
         bundle_.push_back(BundledGradient{i, entry.ts});
     }
-    const float* sum = reinterpret_cast<const float*>(in_.data() + sizeof(GradientSumHeader));
-    if (config_.wire != Wire::Fp32) {
-        wide_gradient_.resize(params_.size());
-        wire_decode(config_.wire, in_.data() + sizeof(GradientSumHeader), params_.size(), wide_gradient_.data());
-        sum = wide_gradient_.data();
-    }
+    const float* sum = payload_fp32(sizeof(GradientSumHeader));
     const Span span(config_.timeline, "gradient sum (and update)", Lane::Main, e.source);
     if (rule_.add_bundle(bundle_, sum)) after_update();
 }
@@ -382,12 +386,7 @@ void ParameterServer::handle_child(const Envelope& e, int index) {
                 throw std::runtime_error("PS: gradient of " + std::to_string(in_.size()) + " bytes from rank " +
                                          std::to_string(e.source) + " does not match the model (" +
                                          std::to_string(params_.size()) + " " + wire_name(config_.wire) + " values)");
-            const float* grad = reinterpret_cast<const float*>(in_.data() + sizeof(GradientHeader));
-            if (config_.wire != Wire::Fp32) {
-                wide_gradient_.resize(params_.size());
-                unpack_floats<GradientHeader>(in_, wide_gradient_.data(), params_.size(), config_.wire);
-                grad = wide_gradient_.data();
-            }
+            const float* grad = payload_fp32(sizeof(GradientHeader));
             const Span span(config_.timeline, "gradient (and update)", Lane::Main, e.source);
             if (rule_.add_gradient(learner_of_rank_[static_cast<size_t>(l.rank)], h.ts, grad)) after_update();
             break;

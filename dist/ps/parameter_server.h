@@ -105,6 +105,7 @@ private:
     double elapsed() const;
     void handle_child(const Envelope& e, int child);
     void take_gradient_sum(const Envelope& e, int child);
+    const float* payload_fp32(size_t at);
     void handle_stats(const Envelope& e);
     void after_update();
     void check_peers();
@@ -132,7 +133,7 @@ private:
     PsConfig config_;
     PsHooks hooks_;
     std::vector<char> in_, out_;               // message buffers, reused
-    std::vector<float> wide_gradient_;          // a BF16 gradient widened (--wire bf16)
+    std::vector<float> wide_gradient_;          // a BF16 gradient or sum widened (--wire bf16)
     std::vector<char> wire_weights_;            // the weights of wire_weights_ts_ in the wire's format
     int64_t wire_weights_ts_ = -1;
     StatsLink stats_;                          // through send_checked

@@ -365,12 +365,15 @@ void MpiSumGroup::start(float* data, size_t count, Wire wire) {
     count_sum(count, wire);
     MPI_Request req;
     if (wire == Wire::Bf16) {
-        Bf16Sum s{data, std::vector<uint16_t>(count)};
+        // A vector's buffer stays where MPI was given it when bf16_sums_ grows (moved, not copied).
+        if (bf16_pending_ == bf16_sums_.size()) bf16_sums_.emplace_back();
+        Bf16Sum& s = bf16_sums_[bf16_pending_++];
+        s.into = data;
+        s.wire.resize(count);
         kernels::to_bf16(data, s.wire.data(), count);
         check(MPI_Iallreduce(MPI_IN_PLACE, s.wire.data(), static_cast<int>(count), MPI_UINT16_T, bf16_sum_, comm_,
                              &req),
               "MPI_Iallreduce", kAnySource);
-        pending_bf16_.push_back(std::move(s));  // the vector's buffer stays where MPI was given it
     } else {
         check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm_, &req),
               "MPI_Iallreduce", kAnySource);
@@ -385,8 +388,9 @@ void MpiSumGroup::progress() {
           kAnySource);
     if (!done) return;
     pending_.clear();
-    for (const Bf16Sum& s : pending_bf16_) kernels::from_bf16(s.wire.data(), s.into, s.wire.size());
-    pending_bf16_.clear();
+    for (size_t i = 0; i < bf16_pending_; ++i)
+        kernels::from_bf16(bf16_sums_[i].wire.data(), bf16_sums_[i].into, bf16_sums_[i].wire.size());
+    bf16_pending_ = 0;
 }
 
 bool MpiSumGroup::wait_all(const KeepWaiting& keep_waiting) {

@@ -106,6 +106,7 @@ public:
 
 private:
     // A BF16 sum in flight: its wire copy, widened into `into` when every pending sum is done.
+    // The copies are kept for the next step's sums (its buckets are the same).
     struct Bf16Sum {
         float* into;
         std::vector<uint16_t> wire;
@@ -115,7 +116,8 @@ private:
     MPI_Op bf16_sum_ = MPI_OP_NULL;  // BF16 addition, rounding each partial sum
     int members_ = 0, index_ = -1;
     std::vector<MPI_Request> pending_;
-    std::vector<Bf16Sum> pending_bf16_;
+    std::vector<Bf16Sum> bf16_sums_;  // the first bf16_pending_ are in flight
+    size_t bf16_pending_ = 0;
 };
 
 }  // namespace rudra::dist
