@@ -49,11 +49,19 @@ RunEnd run_loop(RunMethod& m, const RunPlan& p) {
         at.elapsed_s = elapsed();
         const bool last = done(at);
         const bool epoch_ends = at.samples / p.samples_per_epoch != before / p.samples_per_epoch || last;
-        if (epoch_ends) at.epoch = at.samples / p.samples_per_epoch;
+        // Samples past the run's end (a last sum of many gradients) start no further epoch.
+        if (epoch_ends)
+            at.epoch = (p.total_steps > 0 ? at.samples : std::min(at.samples, p.total_samples)) / p.samples_per_epoch;
         m.after_step(at, epoch_ends);
         bool saved = false, stop_here = false;
         if (epoch_ends) {
-            stop_here = m.epoch_end(at, last);
+            // A step may span several epochs (a leaf PS's sum of many gradients, sent after a
+            // slow start): each ends, so that no epoch's line is missing.
+            RunPosition crossed = at;
+            for (crossed.epoch = before / p.samples_per_epoch + 1; crossed.epoch < at.epoch && !stop_here;
+                 ++crossed.epoch)
+                stop_here = m.epoch_end(crossed, false);
+            if (!stop_here) stop_here = m.epoch_end(at, last);
             if (p.checkpoint_at_epochs && keeps && !last && !stop_here) {
                 save(CheckpointWhy::Epoch);
                 saved = true;

@@ -12,7 +12,8 @@ run() {  # run NAME RANKS ARGS... : a distributed run that must succeed within 1
   local out=$work/$name
   if timeout -k 5 180 mpiexec -n "$ranks" "$rudra" dist "$solver" --data "$data" --epochs 2 --batch 16 -o "$out" "$@" \
       >"$work/$name.log" 2>&1; then pass; else fail "$name: exit $?"; tail -20 "$work/$name.log"; return; fi
-  [ "$(grep -c '"event":"epoch"' "$out/metrics.jsonl")" = "${epochs:-2}" ] && pass || fail "$name: ${epochs:-2} epoch lines"
+  [ "$(grep -c '"event":"epoch"' "$out/metrics.jsonl")" = "${epochs:-2}" ] && pass ||
+    { fail "$name: ${epochs:-2} epoch lines"; tail -3 "$work/$name.log"; grep -v '"traffic"' "$out/metrics.jsonl" | cut -c1-300; }
   grep -q '"staleness_mean"' "$out/metrics.jsonl" && grep -q '"overlap_ratio"' "$out/metrics.jsonl" && pass ||
     fail "$name: epoch lines carry staleness and overlap"
   [ -s "$out/staleness.json" ] && pass || fail "$name: staleness.json"

@@ -90,6 +90,26 @@ TEST_CASE("run loop: an epoch ends at the step that crosses its boundary, the la
     CHECK(m.log.back() == "end");
 }
 
+TEST_CASE("run loop: a step that spans several epochs ends each of them") {
+    Recorder m(25);  // samples after each step: 25 (epoch 2 of 10 ends, and 1 with it), 50, 75
+    RunPlan p = plan(10, 70);
+    p.checkpoint_at_epochs = true;
+    const RunEnd end = run_loop(m, p);
+    // The last step goes past the run's 7 epochs: it ends epochs 6 and 7, and no further one.
+    CHECK(end.at.samples == 75);
+    CHECK(end.at.epoch == 7);
+    CHECK(only(m.log, "epoch") ==
+          std::vector<std::string>{"epoch@1", "epoch@2", "epoch@3", "epoch@4", "epoch@5", "epoch@6", "epoch@7!"});
+    // One checkpoint per step that ended epochs, not one per epoch.
+    CHECK(only(m.log, "save") == std::vector<std::string>{"save:epoch@1", "save:epoch@2"});
+    // Learners that agree to stop at an epoch's end stop there, even within a step.
+    Recorder stops(25);
+    stops.stop_at_epoch = 1;
+    const RunEnd early = run_loop(stops, plan(10, 75));
+    CHECK(only(stops.log, "epoch") == std::vector<std::string>{"epoch@1"});
+    CHECK(early.stopped);
+}
+
 TEST_CASE("run loop: periodic checkpoints count from the last checkpoint, or from step 0 when aligned") {
     SUBCASE("counted from the last checkpoint of any reason") {
         Recorder m(1);
