@@ -119,6 +119,8 @@ TEST_CASE("blocks crossing mc, kc and nc, alone and with threads") {
             // Threads split C by rows: a packed B of over 256 KiB shared (this one), and one small
             // enough for each thread to pack its own (backward data above).
             {Trans::No, Trans::Yes, 288, 272, 256, 1.0f, 0.5f, 0},
+            // B's rows 16 KiB apart over more than 256 steps: packed, not read in place.
+            {Trans::No, Trans::No, 16, 40, 300, 1.0f, 1.0f, 4056},
         };
         uint32_t seed = 100;
         for (int threads : {1, 2, 3}) {
