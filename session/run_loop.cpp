@@ -57,11 +57,11 @@ RunEnd run_loop(RunMethod& m, const RunPlan& p) {
         if (epoch_ends) {
             // A step may span several epochs (a leaf PS's sum of many gradients, sent after a
             // slow start): each ends, so that no epoch's line is missing.
+            // (A run ended by steps may end within its epoch: that epoch is the one ended.)
             RunPosition crossed = at;
-            for (crossed.epoch = before / p.samples_per_epoch + 1; crossed.epoch < at.epoch && !stop_here;
-                 ++crossed.epoch)
-                stop_here = m.epoch_end(crossed, false);
-            if (!stop_here) stop_here = m.epoch_end(at, last);
+            for (crossed.epoch = std::min(before / p.samples_per_epoch + 1, at.epoch);
+                 crossed.epoch <= at.epoch && !stop_here; ++crossed.epoch)
+                stop_here = m.epoch_end(crossed, last && crossed.epoch == at.epoch);
             if (p.checkpoint_at_epochs && keeps && !last && !stop_here) {
                 save(CheckpointWhy::Epoch);
                 saved = true;
