@@ -176,7 +176,7 @@ public:
                                         implicit_w_ ? implicit_w_->acc_floats() : 0) +
                                p.out_channels)),
           work_floats_(round16(std::max(im2col_scratch_floats(g_, own_packed_                        ? nr_
-                                                      : backend_ == GemmBackend::OwnBf16 ? 2 * std::max(kBf16RowPairs, 32)
+                                                      : backend_ == GemmBackend::OwnBf16 ? 2 * kBf16SliverWidthMax
                                                                                       : 0),
                                         std::max({implicit_ ? implicit_->scratch_floats() : 0,
                                                   gather_ ? gather_->scratch_floats() : 0,
@@ -229,7 +229,7 @@ public:
                 float* yn = y + n * out_stride();
                 uint32_t* slivers_of_thread = reinterpret_cast<uint32_t*>(col_buffer(t));
                 for (int g = 0; g < p_.groups; ++g) {
-                    im2col_bf16_slivers(x + n * in_stride(), g_, g * k_g(), (g + 1) * k_g(), buk_.nr, buk_.pair_rows,
+                    im2col_bf16_slivers(x + n * in_stride(), g_, g * k_g(), (g + 1) * k_g(), buk_.nr, buk_.pair_runs,
                                         slivers_of_thread, work_buffer(t));
                     gemm_bf16_prepacked(buk_, m_g(), pixels(), k_g(), 1.0f, bf16_w(g), slivers_of_thread, 0.0f,
                                         yn + g * m_g() * pixels(), pixels(), gemm_threads);
@@ -331,7 +331,7 @@ public:
             return;
         }
         const int wcount = p_.out_channels * k_g();
-        const bool bf16_slivers = bf16() && !g_.is_pointwise() && buk_.nr <= 32;
+        const bool bf16_slivers = bf16() && !g_.is_pointwise() && buk_.nr <= kBf16SliverWidthMax;
         // One thread accumulates straight into dw; a team each into its own buffer, then reduces.
         const bool direct = team_ <= 1;
         if (!direct)
@@ -345,7 +345,7 @@ public:
                 uint32_t* slivers = reinterpret_cast<uint32_t*>(col_buffer(t));
                 for (int g = 0; g < p_.groups; ++g) {
                     im2col_bf16_row_slivers(x + n * in_stride(), g_, g * k_g(), (g + 1) * k_g(), buk_.nr,
-                                            buk_.round_row, slivers, work_buffer(t), transpose_);
+                                            buk_.round_runs, slivers, work_buffer(t), transpose_);
                     gemm_bf16_b_slivers(buk_, Trans::No, m_g(), k_g(), pixels(), 1.0f, dyn + g * m_g() * pixels(),
                                         pixels(), slivers, 1.0f, acc_w + g * m_g() * k_g(), k_g(), gemm_threads);
                 }

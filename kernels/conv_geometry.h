@@ -3,6 +3,7 @@
 #pragma once
 #include "kernels/transpose.h"
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace rudra::kernels {
@@ -58,21 +59,24 @@ void im2col_slivers(const float* img, const ConvGeometry& g, int nr, float* out,
 // (kernels/bf16/bgemm.h): slivers of `width` columns (output pixels), each K2 = (r1 - r0 + 1) / 2
 // steps of `width` pair words, word (q, l) of sliver s = (bf16(col[r0 + 2q][s width + l]),
 // bf16(col[r0 + 2q + 1][s width + l])) at out[(s K2 + q) width + l]; past the last row or column
-// zero. 2 kBf16RowPairs rows are built at a time in the scratch (im2col_scratch_floats(g,
-// 2 kBf16RowPairs)) and paired by `pair_rows`, the BF16 kernel's: no FP32 column matrix is written.
-constexpr int kBf16RowPairs = 16;
-using PairRowsFn = void (*)(const float* r0, const float* r1, int count, int width, uint32_t* dst);
-void im2col_bf16_slivers(const float* img, const ConvGeometry& g, int r0, int r1, int width, PairRowsFn pair_rows,
+// zero. Each pair of rows is read by `pair_runs`, the BF16 kernel's, from a copy of the image
+// widened by its padding on all sides, in which an im2col row is out_h() runs of out_w() values
+// at a constant stride: no FP32 column matrix is written. Scratch: im2col_scratch_floats(g, 0).
+using PairRunsFn = void (*)(const float* r0, const float* r1, int64_t run_stride, int runs, int run_len, int width,
+                            int64_t sliver_words, uint32_t* dst);
+void im2col_bf16_slivers(const float* img, const ConvGeometry& g, int r0, int r1, int width, PairRunsFn pair_runs,
                          uint32_t* out, float* scratch);
 // Rows [r0, r1) of the im2col matrix, transposed, as the BF16 GEMM's packed B slivers over all of
 // its columns (backward-weights multiplies by col^T): sliver s holds rows [r0 + s width, ...), each
 // K2 = (P + 1) / 2 steps of `width` pair words, word (q, l) = (bf16(col[r][2q]), bf16(col[r][2q +
 // 1])) for r = r0 + s width + l, at out[(s K2 + q) width + l]; past r1 or P zero. A sliver's rows
-// are built, rounded (`round_row`) and their pair words transposed into place; scratch of
-// im2col_scratch_floats(g, 2 width) floats.
-using RoundRowFn = void (*)(const float* x, uint16_t* out, size_t n);
-void im2col_bf16_row_slivers(const float* img, const ConvGeometry& g, int r0, int r1, int width, RoundRowFn round_row,
-                             uint32_t* out, float* scratch, TransposeFn transpose_fn = transpose);
+// are rounded (`round_runs`) from the widened image and their pair words transposed into place;
+// scratch of im2col_scratch_floats(g, width) floats.
+// The widest sliver the BF16 im2col variants' scratch is sized for.
+constexpr int kBf16SliverWidthMax = 32;
+using RoundRunsFn = void (*)(const float* src, int64_t run_stride, int runs, int run_len, uint16_t* out);
+void im2col_bf16_row_slivers(const float* img, const ConvGeometry& g, int r0, int r1, int width,
+                             RoundRunsFn round_runs, uint32_t* out, float* scratch, TransposeFn transpose_fn = transpose);
 // Inverse scatter: img = sum of col entries landing on each pixel (img is overwritten).
 void col2im(const float* col, const ConvGeometry& g, float* img, float* scratch);
 

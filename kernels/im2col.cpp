@@ -58,7 +58,7 @@ int padded_width(const ConvGeometry& g) { return g.padded_w(); }
 int phase_length(const ConvGeometry& g) { return (padded_width(g) + g.stride_w - 1) / g.stride_w; }
 int phased_width(const ConvGeometry& g) { return phase_length(g) * g.stride_w; }
 size_t padded_floats(const ConvGeometry& g) {
-    return round16(static_cast<size_t>(g.channels) * g.height * phased_width(g));
+    return round16(static_cast<size_t>(g.channels) * g.padded_h() * phased_width(g));
 }
 
 // Image rows widened and split into phases: [channels * height][stride_w][phase_length()].
@@ -76,6 +76,23 @@ void widen_rows(const float* img, const ConvGeometry& g, float* wide) {
                 const int ix = q + j * s - g.pad_w;
                 wide[q * len + j] = ix >= 0 && ix < g.width ? img[ix] : 0.0f;
             }
+    }
+}
+
+// As widen_rows, with the padding's zero rows above and below each channel's: padded_h() rows
+// per channel.
+void widen_rows_padded(const float* img, const ConvGeometry& g, float* wide) {
+    const long row_floats = static_cast<long>(g.stride_w) * phase_length(g);
+    const long above = g.pad_h * row_floats, below = (g.padded_h() - g.pad_h - g.height) * row_floats;
+    ConvGeometry channel = g;
+    channel.channels = 1;
+    for (int c = 0; c < g.channels; ++c, img += static_cast<long>(g.height) * g.width) {
+        std::fill(wide, wide + above, 0.0f);
+        wide += above;
+        widen_rows(img, channel, wide);
+        wide += g.height * row_floats;
+        std::fill(wide, wide + below, 0.0f);
+        wide += below;
     }
 }
 
@@ -134,55 +151,66 @@ void im2col_slivers(const float* img, const ConvGeometry& g, int nr, float* out,
     });
 }
 
-void im2col_bf16_slivers(const float* img, const ConvGeometry& g, int r0, int r1, int width, PairRowsFn pair_rows,
+namespace {
+
+// The channels rows [r0, r1) of the im2col matrix read, widened with their padding on all sides
+// (widen_rows_padded); first_run(r) is where row r's first output row reads.
+struct ChannelRuns {
+    ConvGeometry part;  // g over those channels only
+    int taps, c0;
+    long row_floats;
+    const float* wide;
+
+    ChannelRuns(const float* img, const ConvGeometry& g, int r0, int r1, float* scratch)
+        : part(g), taps(g.kernel_h * g.kernel_w), c0(r0 / taps), row_floats(static_cast<long>(g.stride_w) * phase_length(g)),
+          wide(scratch) {
+        part.channels = (r1 - 1) / taps + 1 - c0;
+        widen_rows_padded(img + static_cast<long>(c0) * g.height * g.width, part, scratch);
+    }
+    const float* first_run(int r) const {
+        const int c = r / taps - c0, kh = r % taps / part.kernel_w, dx = r % part.kernel_w * part.dilation_w;
+        return wide + (static_cast<long>(c) * part.padded_h() + kh * part.dilation_h) * row_floats +
+               static_cast<long>(dx % part.stride_w) * phase_length(part) + dx / part.stride_w;
+    }
+    int64_t run_stride() const { return part.stride_h * row_floats; }
+};
+
+}  // namespace
+
+void im2col_bf16_slivers(const float* img, const ConvGeometry& g, int r0, int r1, int width, PairRunsFn pair_runs,
                          uint32_t* out, float* scratch) {
-    // kBf16RowPairs pairs of rows at a time, then each sliver's steps of them in one run: pairing
-    // two rows into every sliver at once wrote to all the slivers' pages for every step.
-    const int P = g.col_cols(), taps = g.kernel_h * g.kernel_w, k2 = (r1 - r0 + 1) / 2;
-    const int slivers = (P + width - 1) / width;
-    float* rows = scratch + padded_floats(g);
-    for_rows(img, g, scratch, [&](auto&& make_row) {
-        for (int q0 = 0; q0 < k2; q0 += kBf16RowPairs) {
-            const int pairs = std::min(kBf16RowPairs, k2 - q0), first = r0 + 2 * q0;
-            const int count = std::min(2 * pairs, r1 - first);
-            for (int i = 0; i < count; ++i)
-                make_row((first + i) / taps, (first + i) % taps / g.kernel_w, (first + i) % g.kernel_w,
-                         rows + static_cast<int64_t>(i) * P);
-            for (int s = 0; s < slivers; ++s)
-                for (int q = 0; q < pairs; ++q) {
-                    const float* r = rows + static_cast<int64_t>(2 * q) * P + s * width;
-                    pair_rows(r, 2 * q + 1 < count ? r + P : nullptr, std::min(width, P - s * width), width,
-                              out + (static_cast<int64_t>(s) * k2 + q0 + q) * width);
-                }
-        }
-    });
+    // Each pair of im2col rows straight from the widened image: no FP32 row is written and read
+    // back (which had taken more time than the products on cifar10_full's 16 x 16 images).
+    const int k2 = (r1 - r0 + 1) / 2;
+    const ChannelRuns runs(img, g, r0, r1, scratch);
+    for (int q = 0; q < k2; ++q) {
+        const int r = r0 + 2 * q;
+        pair_runs(runs.first_run(r), r + 1 < r1 ? runs.first_run(r + 1) : nullptr, runs.run_stride(), g.out_h(),
+                  g.out_w(), width, static_cast<int64_t>(k2) * width, out + static_cast<int64_t>(q) * width);
+    }
 }
 
-void im2col_bf16_row_slivers(const float* img, const ConvGeometry& g, int r0, int r1, int width, RoundRowFn round_row,
+void im2col_bf16_row_slivers(const float* img, const ConvGeometry& g, int r0, int r1, int width, RoundRunsFn round_runs,
                              uint32_t* out, float* scratch, TransposeFn transpose_fn) {
-    const int P = g.col_cols(), taps = g.kernel_h * g.kernel_w, k2 = (P + 1) / 2;
-    float* rows = scratch + padded_floats(g);
-    // The rounded rows as pair words, k2 per row; moved by the transpose as floats (bits unchanged).
-    float* words = rows + static_cast<int64_t>(width) * P;
+    const int P = g.col_cols(), k2 = (P + 1) / 2;
+    const ChannelRuns runs(img, g, r0, r1, scratch);
+    // Each row rounded straight from the widened image into its pair words, k2 per row; moved by
+    // the transpose as floats (bits unchanged).
+    float* words = scratch + padded_floats(runs.part);
     uint16_t* halves = reinterpret_cast<uint16_t*>(words);
-    for_rows(img, g, scratch, [&](auto&& make_row) {
-        for (int s0 = r0; s0 < r1; s0 += width) {
-            const int count = std::min(width, r1 - s0);
-            for (int i = 0; i < count; ++i) {
-                const int r = s0 + i;
-                float* row = rows + static_cast<int64_t>(i) * P;
-                make_row(r / taps, r % taps / g.kernel_w, r % g.kernel_w, row);
-                uint16_t* h = halves + static_cast<int64_t>(i) * 2 * k2;
-                round_row(row, h, static_cast<size_t>(P));
-                if (P % 2) h[P] = 0;
-            }
-            uint32_t* sliver = out + static_cast<int64_t>((s0 - r0) / width) * k2 * width;
-            transpose_fn(words, count, k2, k2, reinterpret_cast<float*>(sliver), width);
-            if (count < width)
-                for (int q = 0; q < k2; ++q)
-                    std::fill(sliver + static_cast<int64_t>(q) * width + count, sliver + static_cast<int64_t>(q + 1) * width, 0u);
+    for (int s0 = r0; s0 < r1; s0 += width) {
+        const int count = std::min(width, r1 - s0);
+        for (int i = 0; i < count; ++i) {
+            uint16_t* h = halves + static_cast<int64_t>(i) * 2 * k2;
+            round_runs(runs.first_run(s0 + i), runs.run_stride(), g.out_h(), g.out_w(), h);
+            if (P % 2) h[P] = 0;
         }
-    });
+        uint32_t* sliver = out + static_cast<int64_t>((s0 - r0) / width) * k2 * width;
+        transpose_fn(words, count, k2, k2, reinterpret_cast<float*>(sliver), width);
+        if (count < width)
+            for (int q = 0; q < k2; ++q)
+                std::fill(sliver + static_cast<int64_t>(q) * width + count, sliver + static_cast<int64_t>(q + 1) * width, 0u);
+    }
 }
 
 void col2im(const float* col, const ConvGeometry& g, float* img, float* scratch) {

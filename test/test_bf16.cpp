@@ -12,11 +12,13 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/bf16/bf16.h"
 #include "kernels/bf16/bgemm.h"
 #include "kernels/conv.h"
+#include "kernels/conv_geometry.h"
 #include "kernels/problems.h"
 
 using namespace rudra::kernels;
@@ -252,6 +254,59 @@ TEST_CASE("the own_bf16 convolution equals the direct loops on the BF16-rounded 
         conv_forward_reference(p, x.data(), w.data(), bias.data(), y_ref.data());
         CHECK(worst_error(y, y_ref) > 1e-4);
     }
+}
+
+TEST_CASE("im2col into BF16 slivers, both layouts: every word the plain im2col's rounded pair, past the edges zero") {
+    ConvGeometry strided_dilated{2, 7, 10, 3, 3, 1, 2, 1, 3, 2, 2};
+    strided_dilated.pad_bottom = 0;  // asymmetric: the last input row is not read
+    const ConvGeometry shapes[] = {{3, 13, 13, 3, 3, 1, 1}, {5, 11, 9, 5, 5, 2, 2, 2, 2}, strided_dilated,
+                                   {1, 4, 4, 1, 1}};
+    for (const Bf16MicroKernel* uk : runnable_bf16_micro_kernels())
+        for (const ConvGeometry& g : shapes) {
+            CAPTURE(uk->name);
+            CAPTURE(g.channels);
+            const int K = g.col_rows(), P = g.col_cols(), width = uk->nr;
+            const std::vector<float> img = random_values(static_cast<size_t>(g.channels) * g.height * g.width, 21);
+            std::vector<float> col(static_cast<size_t>(K) * P), scratch(im2col_scratch_floats(g, 0));
+            im2col(img.data(), g, col.data(), scratch.data());
+            // Rows [r0, r1): all of them, and an odd range that starts inside (a group's).
+            for (const auto& [r0, r1] : {std::pair{0, K}, std::pair{1, K > 2 ? K - 1 : K}}) {
+                const int k2 = (r1 - r0 + 1) / 2, slivers = (P + width - 1) / width;
+                std::vector<uint32_t> out(static_cast<size_t>(slivers) * k2 * width, 0xdeadbeefu);
+                im2col_bf16_slivers(img.data(), g, r0, r1, width, uk->pair_runs, out.data(), scratch.data());
+                int wrong = 0;
+                for (int s = 0; s < slivers; ++s)
+                    for (int q = 0; q < k2; ++q)
+                        for (int l = 0; l < width; ++l) {
+                            const int p = s * width + l, r = r0 + 2 * q;
+                            uint32_t want = 0;
+                            if (p < P)
+                                want = to_bf16(col[static_cast<size_t>(r) * P + p]) |
+                                       (r + 1 < r1 ? static_cast<uint32_t>(to_bf16(col[static_cast<size_t>(r + 1) * P + p])) << 16 : 0u);
+                            wrong += out[(static_cast<size_t>(s) * k2 + q) * width + l] != want;
+                        }
+                CHECK(wrong == 0);
+
+                // Transposed (backward-weights): slivers of rows, pairs of consecutive pixels.
+                const int p2 = (P + 1) / 2, row_slivers = (r1 - r0 + width - 1) / width;
+                std::vector<uint32_t> rows_out(static_cast<size_t>(row_slivers) * p2 * width, 0xdeadbeefu);
+                std::vector<float> wide_scratch(im2col_scratch_floats(g, width));
+                im2col_bf16_row_slivers(img.data(), g, r0, r1, width, uk->round_runs, rows_out.data(),
+                                        wide_scratch.data());
+                wrong = 0;
+                for (int s = 0; s < row_slivers; ++s)
+                    for (int q = 0; q < p2; ++q)
+                        for (int l = 0; l < width; ++l) {
+                            const int r = r0 + s * width + l;
+                            uint32_t want = 0;
+                            const float* row = r < r1 ? col.data() + static_cast<size_t>(r) * P : nullptr;
+                            if (row)
+                                want = to_bf16(row[2 * q]) | (2 * q + 1 < P ? static_cast<uint32_t>(to_bf16(row[2 * q + 1])) << 16 : 0u);
+                            wrong += rows_out[(static_cast<size_t>(s) * p2 + q) * width + l] != want;
+                        }
+                CHECK(wrong == 0);
+            }
+        }
 }
 
 TEST_CASE("A packed once gives the same bits as A packed by each product") {

@@ -30,6 +30,16 @@ struct Bf16MicroKernel {
     void (*pair_rows)(const float* r0, const float* r1, int count, int width, uint32_t* dst);
     // out[i] = bf16(x[i]), i < n: n consecutive k of one lane are n / 2 pair words.
     void (*round_row)(const float* x, uint16_t* out, size_t n);
+    // The pair words of two rows that lie in `runs` runs of run_len floats, run_stride apart (r1
+    // nullptr: zero high halves), written as B slivers of `width` lanes: value p = y run_len + x,
+    // (r0[y run_stride + x], r1[y run_stride + x]), to dst[(p / width) sliver_words + p % width],
+    // and the lanes of the last sliver past the rows' end zeroed. An im2col row's runs are the
+    // image rows its output rows read, so the column matrix is never written in FP32.
+    void (*pair_runs)(const float* r0, const float* r1, int64_t run_stride, int runs, int run_len, int width,
+                      int64_t sliver_words, uint32_t* dst);
+    // out[y run_len + x] = bf16(src[y run_stride + x]), y < runs, x < run_len: an im2col row
+    // rounded straight from the image rows it reads.
+    void (*round_runs)(const float* src, int64_t run_stride, int runs, int run_len, uint16_t* out);
 };
 
 const Bf16MicroKernel* reference_bf16_micro_kernel();
@@ -38,6 +48,9 @@ const Bf16MicroKernel* mma_bf16_micro_kernel();     // nullptr off ppc64le, or w
 // The portable packing, for kernels without vector code of their own for it.
 void pair_rows_portable(const float* r0, const float* r1, int count, int width, uint32_t* dst);
 void round_row_portable(const float* x, uint16_t* out, size_t n);
+void round_runs_portable(const float* src, int64_t run_stride, int runs, int run_len, uint16_t* out);
+void pair_runs_portable(const float* r0, const float* r1, int64_t run_stride, int runs, int run_len, int width,
+                        int64_t sliver_words, uint32_t* dst);
 
 // Kernels of this build that the gate allows, fastest first (the reference one always).
 std::vector<const Bf16MicroKernel*> runnable_bf16_micro_kernels(const IsaGate& gate = isa_gate());

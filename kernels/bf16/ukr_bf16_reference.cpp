@@ -32,7 +32,8 @@ void from_bf16_array(const bf16* x, float* out, size_t n) {
 }
 
 constexpr Bf16MicroKernel kKernel{
-    "reference", Isa::Reference, kMR, kNR, 128, 256, 4096, run, nullptr, pair_rows_portable, to_bf16_array};
+    "reference", Isa::Reference, kMR, kNR, 128, 256, 4096, run, nullptr, pair_rows_portable, to_bf16_array,
+    pair_runs_portable, round_runs_portable};
 constexpr Bf16Convert kConvert{"portable", to_bf16_array, from_bf16_array};
 
 }  // namespace
@@ -43,6 +44,23 @@ void pair_rows_portable(const float* r0, const float* r1, int count, int width, 
     for (int l = 0; l < count; ++l)
         dst[l] = static_cast<uint32_t>(to_bf16(r0[l])) | (r1 ? static_cast<uint32_t>(to_bf16(r1[l])) << 16 : 0u);
     for (int l = count; l < width; ++l) dst[l] = 0;
+}
+
+void pair_runs_portable(const float* r0, const float* r1, int64_t run_stride, int runs, int run_len, int width,
+                        int64_t sliver_words, uint32_t* dst) {
+    int64_t p = 0;
+    for (int y = 0; y < runs; ++y)
+        for (int x = 0; x < run_len; ++x, ++p) {
+            const int64_t at = y * run_stride + x;
+            dst[p / width * sliver_words + p % width] =
+                static_cast<uint32_t>(to_bf16(r0[at])) | (r1 ? static_cast<uint32_t>(to_bf16(r1[at])) << 16 : 0u);
+        }
+    for (; p % width; ++p) dst[p / width * sliver_words + p % width] = 0;
+}
+
+void round_runs_portable(const float* src, int64_t run_stride, int runs, int run_len, uint16_t* out) {
+    for (int y = 0; y < runs; ++y, src += run_stride, out += run_len)
+        for (int x = 0; x < run_len; ++x) out[x] = to_bf16(src[x]);
 }
 
 void round_row_portable(const float* x, uint16_t* out, size_t n) { to_bf16_array(x, out, n); }

@@ -1,6 +1,8 @@
 // The AVX512-BF16 micro-kernel (12 x 32: 24 of the 32 registers accumulate, as in the FP32
 // AVX-512 kernel, but every instruction does two multiply-adds per lane), its packing of FP32
 // rows into pair words, and the whole-array conversions.
+#include <algorithm>
+
 #include "kernels/bf16/bf16.h"
 #include "kernels/bf16/bgemm.h"
 #include "kernels/simd/target_region.h"
@@ -46,20 +48,21 @@ void run(int64_t kp, const uint32_t* a, const uint32_t* b, float* c, int64_t rs_
     }
 }
 
-// An edge tile, rows <= MR and cols <= NR, stored under masks; with at most 16 columns only the
-// first vector of B is multiplied: the last sliver of a 13 x 13 image's 169 pixels holds 9.
-template <int NV>
+// An edge tile, rows <= R <= MR and cols <= NR, stored under masks; with at most 16 columns only
+// the first vector of B is multiplied (the last sliver of a 13 x 13 image's 169 pixels holds 9),
+// and only R of A's rows (cifar10_full's 32 output channels leave a panel of 8).
+template <int NV, int R>
 void edge_tile(int rows, int cols, int64_t kp, const uint32_t* a, const uint32_t* b, float* c, int64_t rs_c,
                float alpha, float beta) {
-    F acc[MR][NV];
+    F acc[R][NV];
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i)
+    for (int i = 0; i < R; ++i)
         for (int v = 0; v < NV; ++v) acc[i][v] = V::zero();
     for (int64_t q = 0; q < kp; ++q, a += MR, b += NR) {
         I bv[NV];
         for (int v = 0; v < NV; ++v) bv[v] = V::load_words(b + 16 * v);
 #pragma GCC unroll 16
-        for (int i = 0; i < MR; ++i) {
+        for (int i = 0; i < R; ++i) {
             const I ai = V::broadcast_word(a + i);
             for (int v = 0; v < NV; ++v) acc[i][v] = V::dot_pairs(acc[i][v], ai, bv[v]);
         }
@@ -74,12 +77,23 @@ void edge_tile(int rows, int cols, int64_t kp, const uint32_t* a, const uint32_t
         }
 }
 
+template <int NV>
+void edge_rows(int rows, int cols, int64_t kp, const uint32_t* a, const uint32_t* b, float* c, int64_t rs_c,
+               float alpha, float beta) {
+    if (rows <= 4)
+        edge_tile<NV, 4>(rows, cols, kp, a, b, c, rs_c, alpha, beta);
+    else if (rows <= 8)
+        edge_tile<NV, 8>(rows, cols, kp, a, b, c, rs_c, alpha, beta);
+    else
+        edge_tile<NV, MR>(rows, cols, kp, a, b, c, rs_c, alpha, beta);
+}
+
 void edge(int rows, int cols, int64_t kp, const uint32_t* a, const uint32_t* b, float* c, int64_t rs_c, float alpha,
           float beta) {
     if (cols <= 16)
-        edge_tile<1>(rows, cols, kp, a, b, c, rs_c, alpha, beta);
+        edge_rows<1>(rows, cols, kp, a, b, c, rs_c, alpha, beta);
     else
-        edge_tile<2>(rows, cols, kp, a, b, c, rs_c, alpha, beta);
+        edge_rows<2>(rows, cols, kp, a, b, c, rs_c, alpha, beta);
 }
 
 void pair_rows(const float* r0, const float* r1, int count, int width, uint32_t* dst) {
@@ -93,6 +107,36 @@ void pair_rows(const float* r0, const float* r1, int count, int width, uint32_t*
         const F lo = V::load(m, r0 + l), hi = r1 ? V::load(m, r1 + l) : V::zero();
         V::store_words(dst + l, V::first(width - l), V::pair_words(lo, hi));
     }
+}
+
+void pair_runs(const float* r0, const float* r1, int64_t run_stride, int runs, int run_len, int width,
+               int64_t sliver_words, uint32_t* dst) {
+    uint32_t* sliver = dst;
+    int lane = 0;
+    for (int y = 0; y < runs; ++y) {
+        const float *lo_row = r0 + y * run_stride, *hi_row = r1 ? r1 + y * run_stride : nullptr;
+        for (int x = 0; x < run_len;) {
+            const int n = std::min(std::min(16, run_len - x), width - lane);
+            const auto m = V::first(n);
+            const F lo = V::load(m, lo_row + x), hi = hi_row ? V::load(m, hi_row + x) : V::zero();
+            V::store_words(sliver + lane, m, V::pair_words(lo, hi));
+            x += n;
+            lane += n;
+            if (lane == width) {
+                lane = 0;
+                sliver += sliver_words;
+            }
+        }
+    }
+    for (; lane > 0 && lane < width; lane += 16) V::store_words(sliver + lane, V::first(width - lane), V::set1i(0));
+}
+
+void round_runs(const float* src, int64_t run_stride, int runs, int run_len, uint16_t* out) {
+    for (int y = 0; y < runs; ++y, src += run_stride, out += run_len)
+        for (int x = 0; x < run_len; x += 16) {
+            const auto m = V::first(run_len - x);
+            V::store_bf16(out + x, m, V::load(m, src + x));
+        }
 }
 
 void to_bf16(const float* x, bf16* out, size_t n) {
@@ -122,7 +166,8 @@ namespace {
 // streamed from L2) update each C tile half as often as 512; on 2 Zen 5 cores, m = n = k = 2048
 // ran at 681 GFLOP/s with mc 96 and kc 1024, 646 with mc 240 and kc 512.
 constexpr Bf16MicroKernel kKernel{"avx512_bf16", Isa::Avx512Bf16, bf16x86::MR, bf16x86::NR, 96, 1024, 4096,
-                                  bf16x86::run, bf16x86::edge, bf16x86::pair_rows, bf16x86::to_bf16};
+                                  bf16x86::run, bf16x86::edge, bf16x86::pair_rows, bf16x86::to_bf16,
+                                  bf16x86::pair_runs, bf16x86::round_runs};
 constexpr Bf16Convert kConvert{"avx512_bf16", bf16x86::to_bf16, bf16x86::from_bf16};
 }  // namespace
 
