@@ -220,7 +220,8 @@ double worst_error(const std::vector<float>& got, const std::vector<float>& want
 }  // namespace
 
 TEST_CASE("the own_bf16 convolution equals the direct loops on the BF16-rounded inputs, every pass") {
-    for (const char* text : {"mb2ic3ih13oc8oh13kh3ph1", "mb3ic6ih11oc8kh5sh2ph2g2", "mb2ic4ih9oc5kh1"}) {
+    for (const char* text : {"mb2ic3ih13oc8oh13kh3ph1", "mb3ic6ih11oc8kh5sh2ph2g2", "mb2ic4ih9oc5kh1",
+                             "mb2ic32ih12oc4kh3ph1g2", "mb2ic16ih14oc7kh5", "mb2ic16ih9oc8kh3ph1"}) {
         const std::string name = text;
         CAPTURE(name);
         const ConvProblem p = parse_problem(text).conv;
@@ -232,6 +233,10 @@ TEST_CASE("the own_bf16 convolution equals the direct loops on the BF16-rounded 
                                  bias = random_values(static_cast<size_t>(p.out_channels), 4);
         const auto kernel = make_conv_kernel(p, ConvBackend::OwnBf16, 2);
         CHECK(contains(kernel->describe(), "own_bf16"));
+        // Stride 1 (not 1x1), 16 channels a group or more, 12 wide or more: backward-data is the
+        // forward convolution of dy with the weights rotated.
+        const bool rotated = g.stride_h == 1 && !g.is_pointwise() && g.channels / p.groups >= 16 && g.width >= 12;
+        CHECK(contains(kernel->describe(), "rotated_im2col") == rotated);
 
         std::vector<float> y(ys), y_ref(ys);
         kernel->forward(x.data(), w.data(), bias.data(), y.data());
