@@ -49,8 +49,9 @@ std::string conv_descriptor(const ConvProblem& p) {
 // Part of every cache key: raised whenever a backend got faster or slower (2: the own backend's
 // implicit-GEMM paths; 3: its bias gradient and A packing; 4: padded kernel rows skipped, AMD
 // cache blocks; 5: gather tiles for strided and odd-width layers, grouped layers on the implicit
-// tiles), so that choices measured on older code are measured again.
-constexpr int kCacheGeneration = 5;
+// tiles; 6: own_bf16's slivers straight from the widened image, its rotated backward-data), so
+// that choices measured on older code are measured again.
+constexpr int kCacheGeneration = 6;
 
 AutoChoice measure_conv_backends(const ConvProblem& p, int threads, bool bf16) {
     ConvBackend best = bf16 ? ConvBackend::OwnBf16 : ConvBackend::Own, best_data = best;
