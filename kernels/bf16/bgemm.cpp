@@ -45,6 +45,10 @@ void pack_sliver(const Bf16MicroKernel& uk, const Operand& x, int l0, int count,
     }
     // A lane's consecutive k are consecutive in memory, so rounding its row gives its pair words
     // in order; a transpose of the 32-bit words (moved as floats, bits unchanged) makes the sliver.
+    if (uk.pack_lanes) {
+        uk.pack_lanes(x.src + l0 * x.ld + p0, x.ld, count, width, kc, dst);
+        return;
+    }
     uint16_t* halves = reinterpret_cast<uint16_t*>(tmp);
     for (int l = 0; l < count; ++l) {
         uint16_t* row = halves + static_cast<int64_t>(l) * 2 * kp;

@@ -40,6 +40,11 @@ struct Bf16MicroKernel {
     // out[y run_len + x] = bf16(src[y run_stride + x]), y < runs, x < run_len: an im2col row
     // rounded straight from the image rows it reads.
     void (*round_runs)(const float* src, int64_t run_stride, int runs, int run_len, uint16_t* out);
+    // A sliver of lanes whose k are consecutive in memory (A not transposed, B transposed): lane
+    // l < count is src[l ld + p], p < kc; dst gets (kc + 1) / 2 steps of `width` pair words, zero
+    // past count (and a zero high half after an odd kc). nullptr: rounded rows transposed by the
+    // loops (kernels/transpose).
+    void (*pack_lanes)(const float* src, int64_t ld, int count, int width, int kc, uint32_t* dst);
 };
 
 const Bf16MicroKernel* reference_bf16_micro_kernel();

@@ -11,7 +11,7 @@ extern const Bf16RunFn kBf16MmaRun;
 
 const Bf16MicroKernel* mma_bf16_micro_kernel() {
     static const Bf16MicroKernel mma{"mma",   Isa::Mma, 8, 16, 128, 512, 4096, kBf16MmaRun, nullptr,
-                                     pair_rows_portable, round_row_portable, pair_runs_portable, round_runs_portable};
+                                     pair_rows_portable, round_row_portable, pair_runs_portable, round_runs_portable, nullptr};
     return kBf16MmaRun ? &mma : nullptr;
 }
 

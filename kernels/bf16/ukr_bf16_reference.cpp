@@ -33,7 +33,7 @@ void from_bf16_array(const bf16* x, float* out, size_t n) {
 
 constexpr Bf16MicroKernel kKernel{
     "reference", Isa::Reference, kMR, kNR, 128, 256, 4096, run, nullptr, pair_rows_portable, to_bf16_array,
-    pair_runs_portable, round_runs_portable};
+    pair_runs_portable, round_runs_portable, nullptr};
 constexpr Bf16Convert kConvert{"portable", to_bf16_array, from_bf16_array};
 
 }  // namespace
