@@ -62,6 +62,33 @@ void pack_sliver(const Bf16MicroKernel& uk, const Operand& x, int l0, int count,
         for (int q = 0; q < kp; ++q) std::fill(dst + static_cast<int64_t>(q) * width + count, dst + (q + 1) * static_cast<int64_t>(width), 0u);
 }
 
+// B's slivers in the panel lie a cache line further apart than their kc / 2 x nr words: 64 KiB
+// apart, every sliver's start fell in the same cache sets.
+int64_t panel_sliver_words(const Bf16MicroKernel& uk, int kp) { return static_cast<int64_t>(kp) * uk.nr + 16; }
+
+// Slivers [q0, q1) of B's panel at lane j0 over depths [p0, p0 + kc), lanes contiguous (B not
+// transposed: each depth is a row of the matrix), 16 pairs of rows at a time, every sliver in
+// turn: a sliver at a time read its few values from each of kc rows, and rows 16 KiB or more
+// apart (a fully connected layer's 4096 or 9216 outputs) fall in the same cache sets.
+void pack_slivers_by_rows(const Bf16MicroKernel& uk, const Operand& x, int j0, int n, int q0, int q1, int p0, int kc,
+                          uint32_t* panel) {
+    constexpr int kPairs = 16;
+    const int NR = uk.nr, kp = (kc + 1) / 2;
+    const int64_t stride = panel_sliver_words(uk, kp);
+    for (int s0 = 0; s0 < kp; s0 += kPairs) {
+        const int steps = std::min(kPairs, kp - s0);
+        for (int q = q0; q < q1; ++q) {
+            const int j = j0 + q * NR, count = std::min(NR, n - j);
+            uint32_t* dst = panel + q * stride + static_cast<int64_t>(s0) * NR;
+            for (int s = 0; s < steps; ++s, dst += NR) {
+                const int p = 2 * (s0 + s);
+                const float* r0 = x.src + (p0 + p) * x.ld + j;
+                uk.pair_rows(r0, p + 1 < kc ? r0 + x.ld : nullptr, count, NR, dst);
+            }
+        }
+    }
+}
+
 struct Problem {
     int m, n, k;
     float alpha;
@@ -78,7 +105,7 @@ struct Problem {
 int k_block(const Bf16MicroKernel& uk, int k) { return k <= uk.kc + uk.kc / 4 ? (k + 1) / 2 * 2 : uk.kc; }
 
 struct Workspace {
-    uint32_t* b_panel;  // kc / 2 x nc pair words
+    uint32_t* b_panel;  // nc / nr slivers of kc / 2 x nr pair words, panel_sliver_words apart
     uint32_t* a_block;  // kc / 2 x mc pair words
     float* tmp;         // per thread: kc x max(mr, nr) floats, for transposed packing
     int64_t tmp_stride;
@@ -100,10 +127,15 @@ void run_thread(const Bf16MicroKernel& uk, const Problem& P, const Workspace& ws
             const float beta = pc == 0 ? P.beta : 1.0f;
             int q0, q1;
             split(n_jr, tid, nt, q0, q1);
-            for (int q = q0; q < q1 && !P.b_slivers; ++q) {
-                const int j = jc + q * NR;
-                pack_sliver(uk, P.b, j, std::min(NR, P.n - j), NR, pc, kc, tmp,
-                            ws.b_panel + static_cast<int64_t>(q) * NR * kp);
+            const int64_t sliver_stride = panel_sliver_words(uk, kp);
+            if (P.b_slivers) {
+            } else if (P.b.lanes_contiguous) {
+                pack_slivers_by_rows(uk, P.b, jc, P.n, q0, q1, pc, kc, ws.b_panel);
+            } else {
+                for (int q = q0; q < q1; ++q) {
+                    const int j = jc + q * NR;
+                    pack_sliver(uk, P.b, j, std::min(NR, P.n - j), NR, pc, kc, tmp, ws.b_panel + q * sliver_stride);
+                }
             }
             const int64_t m_round = static_cast<int64_t>(ceil_div(P.m, MR)) * MR;
             for (int ic = 0; ic < P.m; ic += uk.mc) {
@@ -130,7 +162,7 @@ void run_thread(const Bf16MicroKernel& uk, const Problem& P, const Workspace& ws
                     const uint32_t* as = a_block + static_cast<int64_t>(ir) * MR * kp;
                     const uint32_t* bs =
                         P.b_slivers ? P.b_slivers + (static_cast<int64_t>(j / NR) * ((P.k + 1) / 2) + pc / 2) * NR
-                                    : ws.b_panel + static_cast<int64_t>(jr) * NR * kp;
+                                    : ws.b_panel + jr * sliver_stride;
                     float* cij = P.c + static_cast<int64_t>(i) * P.ldc + j;
                     if (mr_v == MR && nr_v == NR) {
                         uk.run(kp, as, bs, cij, P.ldc, P.alpha, beta);
@@ -178,7 +210,8 @@ void run(const Bf16MicroKernel& uk, const Problem& P, int threads) {
     const int64_t nc = static_cast<int64_t>(ceil_div(std::min(uk.nc, n), uk.nr)) * uk.nr;
     const int64_t mc = static_cast<int64_t>(ceil_div(std::min(uk.mc, m), uk.mr)) * uk.mr;
     auto round16 = [](int64_t v) { return (v + 15) / 16 * 16; };
-    const int64_t b_words = P.b_slivers ? 0 : round16(kp * nc), a_words = P.a_packed ? 0 : round16(kp * mc);
+    const int64_t b_words = P.b_slivers ? 0 : round16(panel_sliver_words(uk, static_cast<int>(kp)) * (nc / uk.nr)),
+                  a_words = P.a_packed ? 0 : round16(kp * mc);
     const int64_t tmp_floats = round16(static_cast<int64_t>(kb) * std::max(uk.mr, uk.nr));
     const size_t floats = static_cast<size_t>(b_words + a_words + nt * tmp_floats);
     if (t_scratch.size() < floats) t_scratch = AlignedBuffer(floats);
