@@ -64,6 +64,10 @@ public:
     virtual void skip_passes(uint64_t /*passes*/) {}
     // The kernel backend the layer runs on and why, for `rudra time` ("" when it has no choice).
     virtual std::string backend() const { return ""; }
+    // What the layer's products round their inputs to, for `rudra time`: "bf16" where its GEMMs
+    // take BF16 inputs (--precision bf16), "fp32" otherwise, "bf16/fp32" where forward and
+    // backward-weights differ from backward-data. Activations, gradients and sums stay FP32.
+    virtual std::string precision() const { return "fp32"; }
 
 protected:
     [[noreturn]] void fail(const std::string& problem) const;

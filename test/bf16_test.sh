@@ -36,9 +36,15 @@ for layer in conv1 conv2 conv3; do
   grep -q "^$layer .*own_bf16: fwd im2col+own_bf16 (avx512_bf16)" "$work/t16" && pass || fail "$layer on own_bf16"
 done
 grep -q "^ip1 .*own_bf16 (avx512_bf16)" "$work/t16" && pass || fail "ip1 on own_bf16"
+# The products column: BF16 inputs on the convolutions and the inner product, FP32 elsewhere.
+products() { awk -v l="$1" '$1 == l { print $5 }' "$2"; }
+[ "$(products conv1 "$work/t16")/$(products conv3 "$work/t16")/$(products ip1 "$work/t16")/$(products pool1 "$work/t16")" = \
+  bf16/bf16/bf16/fp32 ] && grep -q "^products: .*activations, gradients, sums and weights are FP32" "$work/t16" && pass ||
+  fail "products per layer: $(grep -E '^(conv|ip|pool1)' "$work/t16" | cut -c1-80)"
 # A layer named on another backend stays there, in FP32.
 "$rudra" time "$net" --batch 4 --iterations 1 --precision bf16 --conv-backend own,conv2=reference >"$work/mix" 2>&1
-grep -q "^conv2 .*reference: direct loops" "$work/mix" && grep -q "^conv1 .*own_bf16" "$work/mix" && pass ||
+grep -q "^conv2 .*reference: direct loops" "$work/mix" && grep -q "^conv1 .*own_bf16" "$work/mix" &&
+  [ "$(products conv2 "$work/mix")/$(products conv1 "$work/mix")" = fp32/bf16 ] && pass ||
   fail "--conv-backend conv2=reference keeps conv2 FP32: $(grep '^conv' "$work/mix")"
 
 # auto measures the BF16 backends only, and caches them apart from FP32's choices.

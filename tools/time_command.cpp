@@ -93,7 +93,7 @@ int run_time(const TimeOptions& o) {
                 o.iterations, omp_get_max_threads(),
                 kernels::gemm_backend_name(o.kernels.bf16 ? kernels::GemmBackend::OwnBf16 : kernels::GemmBackend::Own));
     std::printf("ISA gate: %s\n", kernels::isa_gate().describe().c_str());
-    std::printf("%-16s %-16s %12s %12s  %s\n", "layer", "type", "forward ms", "backward ms",
+    std::printf("%-16s %-16s %12s %12s  %-9s  %s\n", "layer", "type", "forward ms", "backward ms", "products",
                 "backend: implementation per pass (and why faster ones were passed over)");
     double f_sum = 0, b_sum = 0;
     nlohmann::json rows = nlohmann::json::array();
@@ -101,12 +101,15 @@ int run_time(const TimeOptions& o) {
         const double f = fwd[i] / o.iterations, b = bwd[i] / o.iterations;
         f_sum += f;
         b_sum += b;
-        std::printf("%-16s %-16s %12.3f %12.3f  %s\n", net.layer(i).name().c_str(), net.layer(i).type(), f,
-                    net.layer_needs_backward(i) ? b : 0.0, net.layer(i).backend().c_str());
+        std::printf("%-16s %-16s %12.3f %12.3f  %-9s  %s\n", net.layer(i).name().c_str(), net.layer(i).type(), f,
+                    net.layer_needs_backward(i) ? b : 0.0, net.layer(i).precision().c_str(),
+                    net.layer(i).backend().c_str());
         rows.push_back({{"layer", net.layer(i).name()}, {"type", net.layer(i).type()}, {"forward_ms", f},
-                        {"backward_ms", b}, {"backend", net.layer(i).backend()}});
+                        {"backward_ms", b}, {"products", net.layer(i).precision()}, {"backend", net.layer(i).backend()}});
     }
     std::printf("%-33s %12.3f %12.3f\n", "total", f_sum, b_sum);
+    std::printf("products: the inputs each layer's products round to (fwd+bwd_weights/bwd_data where they differ); "
+                "activations, gradients, sums and weights are FP32\n");
     std::printf("forward-backward %.3f ms per iteration, %.0f images/s\n", total_ms, net.batch() * 1000.0 / total_ms);
     std::printf("learnable parameters: %s\n", session::with_thousands(net.params().learnable_count()).c_str());
     if (!o.json.empty()) {

@@ -88,6 +88,7 @@ public:
         if (propagate_down[0]) data_kernel_->backward_data(top[0]->diff, param_views_[0].data, bottom[0]->diff);
     }
 
+    std::string precision() const override { return precision_; }
     // The backend and why (auto), then what runs each pass.
     std::string backend() const override {
         std::string s = backend_ + ": " + kernel_->describe();
@@ -126,6 +127,8 @@ private:
         }
         backend_ = first == second ? first : first + "+" + second;
         backend_ += why;
+        const auto rounds = [](const std::string& be) { return be.size() > 5 && be.substr(be.size() - 5) == "_bf16"; };
+        precision_ = std::string(rounds(first) ? "bf16" : "fp32") + (rounds(first) == rounds(second) ? "" : rounds(second) ? "/bf16" : "/fp32");
         kernel_ = kernels::make_conv_kernel(p, backend_named(first), threads);
         // A second kernel only when backward-data runs elsewhere (its scratch is the cost).
         if (second != first) data_kernel_ = kernels::make_conv_kernel(p, backend_named(second), threads);
@@ -144,6 +147,7 @@ private:
     FillerSpec weight_filler_, bias_filler_;
     KernelOptions options_;  // read in setup()
     std::string backend_;
+    std::string precision_ = "fp32";  // the products' inputs: see Layer::precision()
     std::unique_ptr<kernels::ConvKernel> kernel_, data_kernel_;  // data_kernel_: backward-data, when it differs
 };
 

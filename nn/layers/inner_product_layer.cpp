@@ -34,6 +34,7 @@ public:
     }
     const char* type() const override { return "InnerProduct"; }
     std::string backend() const override { return kernels::gemm_backend_name(backend_); }
+    std::string precision() const override { return backend_ == kernels::GemmBackend::OwnBf16 ? "bf16" : "fp32"; }
     std::vector<Shape> setup(const std::vector<Shape>& b) override {
         if (b.size() != 1 || b[0].rank() < 1) fail("needs one bottom");
         num_ = b[0][0];
