@@ -159,7 +159,7 @@ void pack_lanes(const float* src, int64_t ld, int count, int width, int kc, uint
                 }
                 const float* row = src + (l0 + i) * ld + 2 * s0;
                 const F lo = V::load(lo_mask, row), hi = V::load(hi_mask, row + 16);
-                w[i] = _mm512_castsi512_ps((I)_mm512_cvtne2ps_pbh(hi, lo));
+                w[i] = V::consecutive_pairs(lo, hi);
             }
             V::transpose(w);
             const int steps = std::min(16, kp - s0);

@@ -29,6 +29,12 @@ struct Avx512Bf16 : Avx512 {
         return _mm512_permutexvar_epi16(interleave, both);
     }
 
+    // 32 consecutive values of one lane (`first` the lower 16) rounded to BF16 as its 16 pair
+    // words in order, in a float vector's bits so that float shuffles (a transpose) move them.
+    RUDRA_SIMD F consecutive_pairs(F first, F second) {
+        return _mm512_castsi512_ps((I)_mm512_cvtne2ps_pbh(second, first));
+    }
+
     // 16 values rounded to BF16 (nearest even), stored as 16 half words; m: which of them.
     RUDRA_SIMD void store_bf16(uint16_t* p, M m, F v) {
         _mm256_mask_storeu_epi16(p, m, (__m256i)_mm512_cvtneps_pbh(v));
