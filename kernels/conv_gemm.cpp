@@ -70,7 +70,7 @@ std::string sliver_fill_declines(int channels, const MicroKernel& uk) {
 std::optional<ConvGeometry> transposed_geometry(const ConvProblem& p, std::string& why) {
     const ConvGeometry& g = p.geom;
     why.clear();
-    if (why.empty() && (g.stride_h != 1 || g.stride_w != 1 || g.dilation_h != 1 || g.dilation_w != 1))
+    if ((g.stride_h != 1 || g.stride_w != 1 || g.dilation_h != 1 || g.dilation_w != 1))
         why = "strided or dilated";
     if (why.empty() && (std::max(g.pad_h, g.pad_b()) > g.kernel_h - 1 || std::max(g.pad_w, g.pad_r()) > g.kernel_w - 1))
         why = "padding not below the kernel";
@@ -175,11 +175,16 @@ public:
           implicit_w_(algo_[2] == ConvAlgo::Implicit
                           ? std::optional<ImplicitConvWeights>(std::in_place, uk_, p.geom, p.out_channels, transpose_)
                           : std::nullopt),
-          col_floats_((implicit_ || gather_) && (implicit_bwd_ || gather_bwd_) && implicit_w_
-                          ? 0
-                          : column_floats(g_, own_packed_ || backend == GemmBackend::OwnBf16,
-                                          backend == GemmBackend::OwnBf16 ? runnable_bf16_micro_kernels(gate).front()->nr
-                                                                          : nr_)),
+          bf16_dy_geom_(backend == GemmBackend::OwnBf16 && !p.geom.is_pointwise() ? bf16_transposed(p) : std::nullopt),
+          col_floats_(std::max((implicit_ || gather_) && (implicit_bwd_ || gather_bwd_) && implicit_w_
+                                   ? 0
+                                   : column_floats(g_, own_packed_ || backend == GemmBackend::OwnBf16,
+                                                   backend == GemmBackend::OwnBf16
+                                                       ? runnable_bf16_micro_kernels(gate).front()->nr
+                                                       : nr_),
+                               bf16_dy_geom_ ? rotated_slivers_floats(*bf16_dy_geom_, p.groups,
+                                                                      runnable_bf16_micro_kernels(gate).front()->nr)
+                                             : 0)),
           grad_floats_(round16(std::max(static_cast<size_t>(p.out_channels) * k_g(),
                                         implicit_w_ ? implicit_w_->acc_floats() : 0) +
                                p.out_channels)),
@@ -190,7 +195,8 @@ public:
                                                   gather_ ? gather_->scratch_floats() : 0,
                                                   implicit_bwd_ ? implicit_bwd_->scratch_floats() : 0,
                                                   gather_bwd_ ? gather_bwd_->scratch_floats() : 0,
-                                                  implicit_w_ ? implicit_w_->scratch_floats() : 0})))),
+                                                  implicit_w_ ? implicit_w_->scratch_floats() : 0,
+                                                  bf16_dy_geom_ ? im2col_scratch_floats(*bf16_dy_geom_, 0) : 0})))),
           scratch_(std::max(1, team_) * (col_floats_ + grad_floats_ + work_floats_)),
           packed_w_(implicit_  ? implicit_->packed_floats()
                     : gather_  ? gather_->packed_floats()
@@ -204,21 +210,8 @@ public:
           bf16_w_words_(backend == GemmBackend::OwnBf16 ? bf16_packed_a_words(buk_, m_g(), k_g()) : 0),
           bf16_wt_words_(backend == GemmBackend::OwnBf16 ? bf16_packed_a_words(buk_, k_g(), m_g()) : 0),
           bf16_w_(p.groups * (bf16_w_words_ + bf16_wt_words_)),
-          bf16_dy_geom_(backend == GemmBackend::OwnBf16 && !p.geom.is_pointwise() ? bf16_transposed(p) : std::nullopt),
           bf16_rotated_words_(bf16_dy_geom_ ? bf16_packed_a_words(buk_, k_g() / taps(), m_g() * taps()) : 0),
-          bf16_rotated_(bf16_dy_geom_ ? p.groups * bf16_rotated_words_ + static_cast<size_t>(m_g()) * k_g() : 0) {
-        if (bf16_dy_geom_) {
-            const ConvGeometry& gb = *bf16_dy_geom_;
-            const size_t slivers = (static_cast<size_t>(gb.col_cols()) + buk_.nr - 1) / buk_.nr * buk_.nr;
-            const size_t words = (static_cast<size_t>(gb.col_rows() / p.groups) + 1) / 2 * slivers;
-            const size_t col = round16(std::max(col_floats_, words)), work = round16(std::max(work_floats_, im2col_scratch_floats(gb, 0)));
-            if (col > col_floats_ || work > work_floats_) {
-                col_floats_ = col;
-                work_floats_ = work;
-                scratch_ = AlignedBuffer(std::max(1, team_) * (col_floats_ + grad_floats_ + work_floats_));
-            }
-        }
-    }
+          bf16_rotated_(bf16_dy_geom_ ? p.groups * bf16_rotated_words_ + static_cast<size_t>(m_g()) * k_g() : 0) {}
 
     void forward(const float* x, const float* w, const float* bias, float* y) override {
         // The own SGEMM packs the weights once for all images.
@@ -494,6 +487,11 @@ private:
     static size_t round16(size_t n) { return (n + 15) / 16 * 16; }  // keeps 64-byte alignment
     // A column buffer holds the im2col matrix, or its transpose in nr-wide slivers (rows rounded
     // up to nr) for backward-weights on the own SGEMM.
+    // One group's BF16 slivers of dy's im2col (the rotated backward-data), in floats.
+    static size_t rotated_slivers_floats(const ConvGeometry& gb, int groups, int nr) {
+        const size_t lanes = (static_cast<size_t>(gb.col_cols()) + nr - 1) / nr * nr;
+        return round16((static_cast<size_t>(gb.col_rows() / groups) + 1) / 2 * lanes);
+    }
     static size_t column_floats(const ConvGeometry& g, bool slivers, int nr) {
         const size_t K = static_cast<size_t>(g.col_rows()), P = static_cast<size_t>(g.col_cols());
         size_t n = g.is_pointwise() ? 0 : K * P;
@@ -549,6 +547,9 @@ private:
     std::optional<ImplicitConvForward> implicit_bwd_;  // backward-data without col2im, likewise
     std::optional<GatherConvForward> gather_bwd_;      // the same where implicit_bwd_ declines
     std::optional<ImplicitConvWeights> implicit_w_;    // backward-weights without im2col, likewise
+    // On own_bf16 where backward-data is a stride-1 convolution of dy (kernels of stride 1, no
+    // dilation): dy's geometry (its rotated weights are bf16_rotated_, below).
+    std::optional<ConvGeometry> bf16_dy_geom_;
     size_t col_floats_, grad_floats_, work_floats_;  // per thread: im2col, dW accumulator, im2col's scratch
     AlignedBuffer scratch_;
     // The weights packed as A of forward and of backward-data (transposed, or rotated for the
@@ -559,10 +560,8 @@ private:
     Bf16MicroKernel buk_;
     size_t bf16_w_words_, bf16_wt_words_;
     AlignedBuffer bf16_w_;
-    // On own_bf16 where backward-data is a stride-1 convolution of dy (kernels of stride 1, no
-    // dilation): dy's geometry, and each group's weights rotated by 180 degrees with input and
+    // Where bf16_dy_geom_ is set: each group's weights rotated by 180 degrees with input and
     // output channels swapped, packed as A (then an FP32 copy of one group's, for the packing).
-    std::optional<ConvGeometry> bf16_dy_geom_;
     size_t bf16_rotated_words_;
     AlignedBuffer bf16_rotated_;
 };

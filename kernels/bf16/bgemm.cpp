@@ -128,10 +128,9 @@ void run_thread(const Bf16MicroKernel& uk, const Problem& P, const Workspace& ws
             int q0, q1;
             split(n_jr, tid, nt, q0, q1);
             const int64_t sliver_stride = panel_sliver_words(uk, kp);
-            if (P.b_slivers) {
-            } else if (P.b.lanes_contiguous) {
+            if (!P.b_slivers && P.b.lanes_contiguous) {
                 pack_slivers_by_rows(uk, P.b, jc, P.n, q0, q1, pc, kc, ws.b_panel);
-            } else {
+            } else if (!P.b_slivers) {
                 for (int q = q0; q < q1; ++q) {
                     const int j = jc + q * NR;
                     pack_sliver(uk, P.b, j, std::min(NR, P.n - j), NR, pc, kc, tmp, ws.b_panel + q * sliver_stride);

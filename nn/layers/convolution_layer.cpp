@@ -127,11 +127,15 @@ private:
         }
         backend_ = first == second ? first : first + "+" + second;
         backend_ += why;
-        const auto rounds = [](const std::string& be) { return be.size() > 5 && be.substr(be.size() - 5) == "_bf16"; };
-        precision_ = std::string(rounds(first) ? "bf16" : "fp32") + (rounds(first) == rounds(second) ? "" : rounds(second) ? "/bf16" : "/fp32");
-        kernel_ = kernels::make_conv_kernel(p, backend_named(first), threads);
+        const kernels::ConvBackend main = backend_named(first), data = backend_named(second);
+        const auto rounds = [](kernels::ConvBackend be) {
+            return be == kernels::ConvBackend::OwnBf16 || be == kernels::ConvBackend::OnednnBf16;
+        };
+        precision_ = std::string(rounds(main) ? "bf16" : "fp32") +
+                     (rounds(main) == rounds(data) ? "" : rounds(data) ? "/bf16" : "/fp32");
+        kernel_ = kernels::make_conv_kernel(p, main, threads);
         // A second kernel only when backward-data runs elsewhere (its scratch is the cost).
-        if (second != first) data_kernel_ = kernels::make_conv_kernel(p, backend_named(second), threads);
+        if (second != first) data_kernel_ = kernels::make_conv_kernel(p, data, threads);
     }
 
     kernels::ConvBackend backend_named(const std::string& name) const {
