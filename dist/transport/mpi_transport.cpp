@@ -355,51 +355,69 @@ MpiSumGroup::MpiSumGroup(bool member, WaitPolicy policy) : policy_(policy) {
 }
 
 MpiSumGroup::~MpiSumGroup() {
+    if (!pending_.empty()) {
+        // Sums a lost member left posted: MPI may still write into their copies, its
+        // communicator and its operation until the process ends.
+        static_cast<void>(new std::vector<Staged>(std::move(staged_)));
+        return;
+    }
     if (bf16_sum_ != MPI_OP_NULL) MPI_Op_free(&bf16_sum_);
     if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
 void MpiSumGroup::start(float* data, size_t count, Wire wire) {
     if (comm_ == MPI_COMM_NULL) throw std::logic_error("MpiSumGroup: this rank is not a member");
+    if (abandoned_) throw std::logic_error("MpiSumGroup: a sum was posted after a wait gave up on a member");
     if (count > static_cast<size_t>(INT_MAX)) throw std::runtime_error("all-reduce bucket larger than 2^31 floats");
     count_sum(count, wire);
+    // A vector's buffer stays where MPI was given it when staged_ grows (moved, not copied).
+    if (pending_.size() == staged_.size()) staged_.emplace_back();
+    Staged& s = staged_[pending_.size()];
+    s.into = data;
     MPI_Request req;
     if (wire == Wire::Bf16) {
-        // A vector's buffer stays where MPI was given it when bf16_sums_ grows (moved, not copied).
-        if (bf16_pending_ == bf16_sums_.size()) bf16_sums_.emplace_back();
-        Bf16Sum& s = bf16_sums_[bf16_pending_++];
-        s.into = data;
-        s.wire.resize(count);
-        kernels::to_bf16(data, s.wire.data(), count);
-        check(MPI_Iallreduce(MPI_IN_PLACE, s.wire.data(), static_cast<int>(count), MPI_UINT16_T, bf16_sum_, comm_,
+        s.fp32.clear();
+        s.bf16.resize(count);
+        kernels::to_bf16(data, s.bf16.data(), count);
+        check(MPI_Iallreduce(MPI_IN_PLACE, s.bf16.data(), static_cast<int>(count), MPI_UINT16_T, bf16_sum_, comm_,
                              &req),
               "MPI_Iallreduce", kAnySource);
     } else {
-        check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm_, &req),
+        s.bf16.clear();
+        s.fp32.assign(data, data + count);
+        check(MPI_Iallreduce(MPI_IN_PLACE, s.fp32.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm_, &req),
               "MPI_Iallreduce", kAnySource);
     }
     pending_.push_back(req);
 }
 
 void MpiSumGroup::progress() {
-    if (pending_.empty()) return;
+    if (pending_.empty() || abandoned_) return;
     int done = 0;
     check(MPI_Testall(static_cast<int>(pending_.size()), pending_.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall",
           kAnySource);
     if (!done) return;
+    for (size_t i = 0; i < pending_.size(); ++i) {
+        const Staged& s = staged_[i];
+        if (!s.bf16.empty())
+            kernels::from_bf16(s.bf16.data(), s.into, s.bf16.size());
+        else
+            std::copy(s.fp32.begin(), s.fp32.end(), s.into);
+    }
     pending_.clear();
-    for (size_t i = 0; i < bf16_pending_; ++i)
-        kernels::from_bf16(bf16_sums_[i].wire.data(), bf16_sums_[i].into, bf16_sums_[i].wire.size());
-    bf16_pending_ = 0;
 }
 
 bool MpiSumGroup::wait_all(const KeepWaiting& keep_waiting) {
-    return policy_.wait(
+    const bool done = policy_.wait(
         [&] {
             progress();
             return pending_.empty();
         },
         keep_waiting);
+    // The caller goes on without the sums (its buffers may be freed): what a member lost late
+    // still sends must never reach them.
+    if (!done) abandoned_ = true;
+    return done;
 }
 
 }  // namespace rudra::dist

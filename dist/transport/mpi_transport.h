@@ -105,19 +105,23 @@ public:
     bool wait_all(const KeepWaiting& keep_waiting = {}) override;
 
 private:
-    // A BF16 sum in flight: its wire copy, widened into `into` when every pending sum is done.
-    // The copies are kept for the next step's sums (its buckets are the same).
-    struct Bf16Sum {
-        float* into;
-        std::vector<uint16_t> wire;
+    // A sum in flight runs on the group's copy of the caller's values (FP32, or rounded to BF16),
+    // copied back into `into` when every pending sum is done. MPI cannot cancel a collective: when
+    // a member is lost, the sums stay posted, and a caller unwinding past its buffers must not
+    // leave MPI writing into freed memory. The copies are kept for the next step's sums (its
+    // buckets are the same), and leaked by a group destroyed with sums still posted.
+    struct Staged {
+        float* into = nullptr;
+        std::vector<float> fp32;
+        std::vector<uint16_t> bf16;
     };
     WaitPolicy policy_;
     MPI_Comm comm_ = MPI_COMM_NULL;
     MPI_Op bf16_sum_ = MPI_OP_NULL;  // BF16 addition, rounding each partial sum
     int members_ = 0, index_ = -1;
     std::vector<MPI_Request> pending_;
-    std::vector<Bf16Sum> bf16_sums_;  // the first bf16_pending_ are in flight
-    size_t bf16_pending_ = 0;
+    std::vector<Staged> staged_;  // the first pending_.size() are in flight
+    bool abandoned_ = false;      // a wait gave up: the sums posted never complete here
 };
 
 }  // namespace rudra::dist
