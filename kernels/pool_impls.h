@@ -45,4 +45,15 @@ inline Window window(const PoolGeometry& g, int py, int px) {
     return {h0, h1, w0, w1, divisor};
 }
 
+// The input plane a few KiB past plane p, asked for while p is pooled (call it once per plane,
+// in order). The rows' masked loads did not bring the hardware prefetcher along: one thread
+// max-pooled 27-wide planes at 7.5 GB/s on Zen 5, bound on their misses, and 29 GB/s with this.
+inline void prefetch_ahead(const float* x, long plane_floats, long p, long planes) {
+    constexpr long kLineFloats = 16, kAheadFloats = 1024;
+    const long ahead = p + std::max(1L, kAheadFloats / plane_floats);
+    if (ahead >= planes) return;
+    const float* next = x + ahead * plane_floats;
+    for (long i = 0; i < plane_floats; i += kLineFloats) __builtin_prefetch(next + i, 0, 3);
+}
+
 }  // namespace rudra::kernels::pool

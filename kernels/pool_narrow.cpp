@@ -215,7 +215,10 @@ void avg_forward(const float* x, const PoolGeometry& g, long planes, float* y, i
     const std::vector<float> inv = inverse_divisors(g);
     const long in_plane = static_cast<long>(g.height) * g.width, out_plane = static_cast<long>(g.pooled_h()) * g.pooled_w();
 #pragma omp parallel for schedule(static)
-    for (long p = 0; p < planes; ++p) avg_forward_plane(x + p * in_plane, g, t, inv.data(), y + p * out_plane);
+    for (long p = 0; p < planes; ++p) {
+        prefetch_ahead(x, in_plane, p, planes);
+        avg_forward_plane(x + p * in_plane, g, t, inv.data(), y + p * out_plane);
+    }
 }
 
 void avg_backward(const float* dy, const int32_t*, const PoolGeometry& g, long planes, float* dx) {
@@ -238,8 +241,10 @@ void max_forward(const float* x, const PoolGeometry& g, long planes, float* y, i
     const Tables t = make_tables(g);
     const long in_plane = static_cast<long>(g.height) * g.width, out_plane = static_cast<long>(g.pooled_h()) * g.pooled_w();
 #pragma omp parallel for schedule(static)
-    for (long p = 0; p < planes; ++p)
+    for (long p = 0; p < planes; ++p) {
+        prefetch_ahead(x, in_plane, p, planes);
         max_forward_plane(x + p * in_plane, g, t, y + p * out_plane, argmax + p * out_plane);
+    }
 }
 
 }  // namespace

@@ -48,8 +48,10 @@ void over_planes(const float* x, const PoolGeometry& g, long planes, float* y, i
     const long in_plane = static_cast<long>(g.height) * g.width,
                out_plane = static_cast<long>(g.pooled_h()) * g.pooled_w();
 #pragma omp parallel for schedule(static)
-    for (long p = 0; p < planes; ++p)
+    for (long p = 0; p < planes; ++p) {
+        prefetch_ahead(x, in_plane, p, planes);
         Plane(x + p * in_plane, g, y + p * out_plane, argmax ? argmax + p * out_plane : nullptr);
+    }
 }
 
 }  // namespace
