@@ -69,12 +69,25 @@ awk -v a="$got32" -v b="$got16" -v c="$sent32" -v d="$sent16" 'BEGIN { r = b / a
   pass || fail "--wire bf16 halves the PS's bytes per update and per reply"
 acc=$(sed -n 's/.*test_accuracy \([0-9.]*\).*/\1/p' "$work/hardsync_bf16.test")
 perl -e "exit !($acc > 0.3)" && pass || fail "hardsync with --wire bf16 learns (test accuracy $acc)"
-# A replay does not round as the run's ranks did: it refuses a --wire bf16 run, saying so.
-if timeout 60 "$rudra" dist --replay "$work/hardsync_bf16" -o "$work/hardsync_bf16_replay" >"$work/hardsync_bf16_replay.log" 2>&1
-then fail "replay of a --wire bf16 run: accepted"
-else grep -q "schedule.txt: the run's learners pushed and pulled BF16 (--wire bf16), whose rounding a replay does not repeat" \
-  "$work/hardsync_bf16_replay.log" && pass || { fail "replay of a --wire bf16 run: the reason"; tail -3 "$work/hardsync_bf16_replay.log"; }
-fi
+# A replay rounds as the run's ranks did: the weights each learner received and the gradients it
+# sent, in BF16. It ends with the run's weights, bit for bit; with --wire fp32 it computes the
+# same schedule unrounded, to other weights, and says it does not compare them. A record with
+# relayed sums is refused with --wire bf16 (the relays' rounding of their sums is not repeated).
+if timeout 120 "$rudra" dist --replay "$work/hardsync_bf16" -o "$work/hardsync_bf16_replay" >"$work/hardsync_bf16_replay.log" 2>&1 &&
+  grep -q "; wire bf16; output $work/hardsync_bf16_replay$" "$work/hardsync_bf16_replay.log" &&
+  grep -q "^replay: identical to the run's $work/hardsync_bf16/final.rudra, bit for bit$" "$work/hardsync_bf16_replay.log"
+then pass; else fail "replay of a --wire bf16 run"; tail -3 "$work/hardsync_bf16_replay.log"; fi
+if timeout 120 "$rudra" dist --replay "$work/hardsync_bf16" --wire fp32 -o "$work/hardsync_bf16_as_fp32" \
+    >"$work/hardsync_bf16_as_fp32.log" 2>&1 &&
+  grep -q "^replay: computed with --wire fp32, the run with bf16: not compared with the run's weights$" \
+    "$work/hardsync_bf16_as_fp32.log" && ! cmp -s "$work/hardsync_bf16/final.rudra" "$work/hardsync_bf16_as_fp32/final.rudra"
+then pass; else fail "replay of a --wire bf16 run with --wire fp32"; tail -3 "$work/hardsync_bf16_as_fp32.log"; fi
+{ head -1 "$work/hardsync_bf16/schedule.txt"; echo "sum 1"; sed -n 2p "$work/hardsync_bf16/schedule.txt"; } |
+  sed '1s/"events":[0-9]*/"events":2/' >"$work/bf16_sum.txt"
+timeout 60 "$rudra" dist --replay "$work/bf16_sum.txt" -o "$work/bf16_sum_replay" >"$work/bf16_sum.log" 2>&1
+rc=$?
+[ $rc = 1 ] && grep -q "bf16_sum.txt: the run's relays summed gradients, and with --wire bf16 they round their sums again" \
+  "$work/bf16_sum.log" && pass || { fail "a relayed record with --wire bf16: exit $rc"; tail -3 "$work/bf16_sum.log"; }
 run easgd_bf16 5 --protocol easgd --wire bf16
 # A resumed run keeps the checkpoint's wire: EASGD stopped after its first epoch goes on in BF16.
 epochs=1 run easgd_bf16_resumed 5 --protocol easgd --wire bf16 --epochs 1

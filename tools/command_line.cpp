@@ -212,7 +212,8 @@ void add_dist_job_options(CLI::App* d, DistOptions& dist) {
                   "compute a finished (or stopped) parameter-server run again in one process, without mpiexec, from "
                   "the schedule its PS recorded (RUN/schedule.txt): the same gradients in the same order, so the same "
                   "final weights, compared with RUN/final.rudra; output in -o (default RUN/replay). It checkpoints like a run; "
-                  "with --resume REPLAYDIR it goes on from a stopped replay's checkpoint")
+                  "with --resume REPLAYDIR it goes on from a stopped replay's checkpoint; with --wire, the run's schedule "
+                  "computed with the other rounding (not compared)")
         ->check(CLI::ExistingPath);
     d->add_option("--checkpoint-every", dist.checkpoint_every,
                   "checkpoint every N updates (all-reduce: steps), Ns seconds or Nm minutes (0: only at epoch ends "

@@ -72,10 +72,10 @@ void check_paths_from_here(const DistOptions& o, const nlohmann::json& header, c
 void refuse_other_options(const DistOptions& o) {
     for (const std::string& opt : o.given)
         if (opt != "--replay" && opt != "--output" && opt != "--overwrite" && opt != "--resume" &&
-            opt != "--checkpoint-every")
+            opt != "--checkpoint-every" && opt != "--wire")
             throw std::runtime_error(opt + " does not go with --replay: a replay takes the recorded run's settings "
-                                           "(only -o/--output, --overwrite, --resume and --checkpoint-every may be "
-                                           "given)");
+                                           "(only -o/--output, --overwrite, --resume, --checkpoint-every and --wire "
+                                           "may be given)");
 }
 
 template <class T>
@@ -113,7 +113,7 @@ public:
     ReplayMethod(Parts p, size_t from, WeightsVersions versions,
                  const std::function<ReplayLearner&(int)>& learner, int threads)
         : p_(std::move(p)), next_(from), versions_(std::move(versions)),
-          ahead_(p_.events, from, p_.protocol.learners(), threads, learner), started_(std::chrono::steady_clock::now()) {
+          ahead_(p_.events, from, p_.protocol.learners(), threads, dist::wire_named(p_.o.wire), learner), started_(std::chrono::steady_clock::now()) {
         for (size_t i = 0; i < p_.events.size(); ++i) {
             const ScheduleEvent& e = p_.events[i];
             if (e.kind != ScheduleEvent::Kind::Gradient) continue;
@@ -256,7 +256,13 @@ int run_replay(const DistOptions& options) {
     DistOptions o = options;
     const auto settings = header_field<nlohmann::json>(rec.header, "settings", path);
     if (!settings.is_object()) throw std::runtime_error(path + ":1: the header's \"settings\" is not an object");
+    // --wire computes the run's schedule with the other rounding: the same staleness, gradient for
+    // gradient, with only the wire changed (the recorded settings keep a wire the command names).
     apply_recorded_settings(o, settings, path);
+    const std::string run_wire = settings.contains("wire") && settings["wire"].is_string()
+                                     ? settings["wire"].get<std::string>()
+                                     : std::string(dist::wire_name(dist::Wire::Fp32));
+    const dist::Wire wire = dist::wire_named(o.wire);
     check_paths_from_here(o, rec.header, path);
     const fs::path run_dir = fs::path(path).parent_path();
     const bool resuming = !o.resume.empty();
@@ -273,9 +279,12 @@ int run_replay(const DistOptions& options) {
         throw std::runtime_error(path + ": the run chose its convolution kernels by measuring them (--conv-backend "
                                         "auto), which a replay cannot repeat: replay runs of own, blis or onednn");
     o.kernels.validate();
-    if (dist::wire_named(o.wire) != dist::Wire::Fp32)
-        throw std::runtime_error(path + ": the run's learners pushed and pulled BF16 (--wire " + o.wire +
-                                 "), whose rounding a replay does not repeat: replay runs of --wire fp32");
+    if (wire != dist::Wire::Fp32)
+        for (const ScheduleEvent& e : rec.record.events())
+            if (e.kind == ScheduleEvent::Kind::Sum)
+                throw std::runtime_error(path + ": the run's relays summed gradients, and with --wire " + o.wire +
+                                         " they round their sums again, which a replay does not repeat: replay "
+                                         "--topology base runs with --wire bf16");
     if (const std::string note = o.kernels.resolve_precision(); !note.empty()) say(note);
     const session::CheckpointEvery checkpoint_every = parse_checkpoint_every(o.checkpoint_every);
     const int lambda = rec.record.learners();
@@ -324,10 +333,10 @@ int run_replay(const DistOptions& options) {
             if (events[i].kind == ScheduleEvent::Kind::Live) rule.set_live_learners(events[i].learner);
     }
 
-    std::printf("rudra dist --replay %s: %s, %d learners, mini-batch %d, %zu gradients; %d thread(s), sgemm %s; "
+    std::printf("rudra dist --replay %s: %s, %d learners, mini-batch %d, %zu gradients; %d thread(s), sgemm %s%s; "
                 "output %s\n",
                 path.c_str(), protocol.name().c_str(), lambda, ps.batch(), rec.record.gradients(), threads,
-                sgemm.c_str(), o.output.c_str());
+                sgemm.c_str(), wire == dist::Wire::Fp32 ? "" : ("; wire " + o.wire).c_str(), o.output.c_str());
     if (resumed)
         std::printf("replay: going on from %s at update %lld (line %zu of the record)\n",
                     resumed->checkpoint.path.c_str(), static_cast<long long>(rule.timestamp()), from + 2);
@@ -383,6 +392,11 @@ int run_replay(const DistOptions& options) {
                 method.gradients_done(), static_cast<long long>(rule.timestamp()), rule.staleness().mean(),
                 static_cast<long long>(rule.staleness().max()), method.seconds(), snapshot.c_str());
     if (simulated) return 0;  // nothing to compare with: the virtual cluster's run is this one
+    if (o.wire != run_wire) {
+        std::printf("replay: computed with --wire %s, the run with %s: not compared with the run's weights\n",
+                    o.wire.c_str(), run_wire.c_str());
+        return 0;
+    }
     if (!fs::exists(original)) {
         std::printf("replay: the run left no %s to compare with (it did not finish)\n", original.c_str());
         return 0;

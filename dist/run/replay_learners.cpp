@@ -38,11 +38,11 @@ ReplayLearner::ReplayLearner(const Setup& s, const data::TrainTest& sets, int in
 }
 
 ComputedAhead::ComputedAhead(const std::vector<ScheduleEvent>& events, size_t from, int learners, int threads,
-                             std::function<ReplayLearner&(int)> learner)
+                             Wire wire, std::function<ReplayLearner&(int)> learner)
     : events_(events), learner_(std::move(learner)), next_(static_cast<size_t>(learners)),
       running_(static_cast<size_t>(learners)),
       workers_(threads == 1 ? usable_cores() : 0),
-      threads_(threads) {
+      threads_(threads), wire_(wire) {
     for (size_t i = from; i < events.size(); ++i)
         if (events[i].kind == ScheduleEvent::Kind::Gradient) next_[static_cast<size_t>(events[i].learner)].push_back(i);
 }
@@ -75,11 +75,15 @@ void ComputedAhead::start_ready(size_t from, const std::function<const float*(in
 void ComputedAhead::start(size_t l, const float* weights) {
     ReplayLearner& learner = learner_(static_cast<int>(l));  // built here, on this thread
     const int threads = threads_;
-    running_[l] = std::async(std::launch::async, [&learner, weights, threads] {
+    const Wire wire = wire_;
+    running_[l] = std::async(std::launch::async, [&learner, weights, threads, wire] {
         omp_set_num_threads(threads);
         nn::ParamStore& p = learner.run.params();
         std::memcpy(p.values(), weights, sizeof(float) * p.size());
-        return learner.run.compute_gradient(learner.stream.next());
+        wire_round_trip(wire, p.values(), p.size(), learner.message);
+        const double loss = learner.run.compute_gradient(learner.stream.next());
+        wire_round_trip(wire, p.grads(), p.size(), learner.message);
+        return loss;
     });
     ++in_flight_;
 }

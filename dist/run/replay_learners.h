@@ -10,6 +10,7 @@
 #include "data/batch_stream.h"
 #include "dist/ps/schedule_record.h"
 #include "dist/run/roles.h"
+#include "dist/transport/wire.h"
 #include "session/training_session.h"
 
 namespace rudra::dist::run {
@@ -20,6 +21,7 @@ struct ReplayLearner {
     ReplayLearner(const Setup& s, const data::TrainTest& sets, int index, int decode_threads, int64_t position);
     session::TrainingSession run;
     data::Prefetcher stream;
+    std::vector<char> message;  // its weights and gradients as BF16 messages (--wire bf16)
 };
 
 // The recorded gradients from event `from` on, computed ahead of their turn and side by side
@@ -29,7 +31,9 @@ struct ReplayLearner {
 // them in the record's order.
 class ComputedAhead {
 public:
-    ComputedAhead(const std::vector<ScheduleEvent>& events, size_t from, int learners, int threads,
+    // With Wire::Bf16 each learner computes on the weights rounded as the PS's reply rounded
+    // them, and its gradient is rounded as its message to the PS was.
+    ComputedAhead(const std::vector<ScheduleEvent>& events, size_t from, int learners, int threads, Wire wire,
                   std::function<ReplayLearner&(int)> learner);
     ~ComputedAhead();  // waits for the gradients still being computed
     ReplayLearner& learner(int l) { return learner_(l); }
@@ -47,6 +51,7 @@ private:
     std::vector<std::deque<size_t>> next_;  // each learner's gradient events not yet taken
     std::vector<std::future<double>> running_;
     int workers_, threads_, in_flight_ = 0;
+    Wire wire_;
 };
 
 }  // namespace rudra::dist::run

@@ -30,6 +30,13 @@ void wire_encode(Wire wire, const float* src, size_t n, char* dst) {
     kernels::to_bf16(src, reinterpret_cast<kernels::bf16*>(dst), n);
 }
 
+void wire_round_trip(Wire wire, float* values, size_t n, std::vector<char>& scratch) {
+    if (wire == Wire::Fp32 || n == 0) return;
+    scratch.resize(wire_bytes(wire, n));
+    wire_encode(wire, values, n, scratch.data());
+    wire_decode(wire, scratch.data(), n, values);
+}
+
 void wire_decode(Wire wire, const char* src, size_t n, float* dst) {
     if (n == 0) return;
     if (wire == Wire::Fp32) {

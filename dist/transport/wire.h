@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace rudra::dist {
 
@@ -17,5 +18,9 @@ size_t wire_bytes(Wire wire, size_t floats);
 void wire_encode(Wire wire, const float* src, size_t n, char* dst);
 // src holds wire_bytes(wire, n) bytes.
 void wire_decode(Wire wire, const char* src, size_t n, float* dst);
+// The values as a message in `wire` delivers them: encoded and decoded in place (a replay's
+// learners see the weights, and the PS their gradients, as the run's did). `scratch` is grown to
+// the message's bytes and may be reused.
+void wire_round_trip(Wire wire, float* values, size_t n, std::vector<char>& scratch);
 
 }  // namespace rudra::dist
