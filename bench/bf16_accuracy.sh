@@ -6,7 +6,9 @@
 #     --precision bf16;
 #  3. 1-softsync with 8 learners of mini-batch 16 (`rudra dist`): --wire fp32 against bf16, with
 #     the PS's bytes received per update and sent per reply;
-#  4. (wire_hardsync, not by default) hardsync with 8 learners of 16: --wire fp32 against bf16.
+#  4. (wire_hardsync, not by default) hardsync with 8 learners of 16: --wire fp32 against bf16;
+#  5. (wire_replay, not by default) 1-softsync as in 3, each wire's run and its schedule replayed
+#     with the other wire: pairs that differ by the wire alone.
 # Prints each run's last-epoch test accuracy and the differences. Needs avx512_bf16 for parts 1
 # and 2 (part 3 runs anywhere). About 25 minutes on 2 cores.
 # Usage: bench/bf16_accuracy.sh [OUT_DIR]   env: EPOCHS (10), PARTS ("single hardsync wire"),
@@ -77,6 +79,22 @@ print("1-softsync --wire over %d pairs: fp32 mean %.4f (%.4f-%.4f), bf16 mean %.
         -o "$out/wire_hardsync_$w" --overwrite >"$out/wire_hardsync_$w.log" 2>&1
     done
     diff_line "hardsync, 8 x 16, --wire" "$(last "$out/wire_hardsync_fp32")" "$(last "$out/wire_hardsync_bf16")" ;;
-  *) echo "bf16_accuracy: unknown part '$part' (single, hardsync, wire, wire_hardsync)" >&2; exit 2 ;;
+  wire_replay)
+    # The wire alone on 1-softsync's own schedules: a run with each wire (seed 1), and each run's
+    # schedule replayed with the other wire (`rudra dist --replay RUN --wire W`): both wires train
+    # on the same gradients' order and staleness, so each pair differs by the wire only.
+    for w in fp32 bf16; do
+      OMP_NUM_THREADS=1 "$src/tools/rudra-launch" -n 10 "$src/models/cifar10_full_28/cifar10_full_28_solver.prototxt" \
+        --protocol softsync --n 1 --batch 16 --epochs "$epochs" --data "$data" --wire $w --seed 1 \
+        -o "$out/replay_run_$w" --overwrite >"$out/replay_run_$w.log" 2>&1
+      other=$([ $w = fp32 ] && echo bf16 || echo fp32)
+      "$rudra" dist --replay "$out/replay_run_$w" --wire $other -o "$out/replay_run_$w/as_$other" --overwrite \
+        >"$out/replay_run_$w.as_$other.log" 2>&1
+    done
+    diff_line "1-softsync, 8 x 16, fp32 run's schedule" "$(last "$out/replay_run_fp32")" \
+      "$(last "$out/replay_run_fp32/as_bf16")"
+    diff_line "1-softsync, 8 x 16, bf16 run's schedule" "$(last "$out/replay_run_bf16/as_fp32")" \
+      "$(last "$out/replay_run_bf16")" ;;
+  *) echo "bf16_accuracy: unknown part '$part' (single, hardsync, wire, wire_hardsync, wire_replay)" >&2; exit 2 ;;
   esac
 done
