@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/isa_target.h"
+#include "kernels/prefetch.h"
 
 namespace rudra::kernels {
 namespace {
@@ -19,13 +20,6 @@ namespace {
 // x rather than forward writing it and backward reading it back (and y too), as avx512_narrow
 // does.
 constexpr int kChunk = 512;  // positions of a plane at a time
-
-// The next channel's chunk, asked for while this channel's is worked on: chunks a plane apart
-// each start a new stream, which the hardware prefetcher picks up too late.
-inline void prefetch_chunk(const float* p, int n) {
-    constexpr int kLineFloats = 16;
-    for (int i = 0; i < n; i += kLineFloats) __builtin_prefetch(p + i, 0, 3);
-}
 
 struct ChannelWindow {
     int before, after;
@@ -121,7 +115,9 @@ struct ForwardImage {
                     for (int i = 0; i < n; ++i) sum[i] += xc[i] * xc[i];
                 }
                 for (int c = 0; c < g.channels; ++c) {
-                    if (c + win.after + 1 < g.channels) prefetch_chunk(x0 + (c + win.after + 1) * plane, n);
+                    // The next channel's chunk: chunks a plane apart each start a new stream, which
+                    // the hardware prefetcher picks up too late.
+                    if (c + win.after + 1 < g.channels) prefetch_floats(x0 + (c + win.after + 1) * plane, n);
                     if (c + win.after < g.channels) {
                         const float* __restrict in = x0 + (c + win.after) * plane;
                         for (int i = 0; i < n; ++i) sum[i] += in[i] * in[i];
