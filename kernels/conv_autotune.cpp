@@ -2,18 +2,21 @@
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <sstream>
 
 #include <vector>
 
 #include "kernels/bf16/bgemm.h"
+#include "kernels/gemm.h"
 #include "kernels/sgemm/sgemm.h"
 
 namespace rudra::kernels {
 namespace {
 
 // Best of four runs of each pass, in seconds: {forward + backward-weights, backward-data}.
-std::pair<double, double> time_passes(ConvBench& bench) {
+template <class Bench>
+std::pair<double, double> time_passes(Bench& bench) {
     double main = 1e30, data = 1e30;
     for (int rep = 0; rep < 4; ++rep) {
         auto t0 = std::chrono::steady_clock::now();
@@ -27,6 +30,32 @@ std::pair<double, double> time_passes(ConvBench& bench) {
     }
     return {main, data};
 }
+
+// The inner product's three GEMMs on one backend, as nn/layers/inner_product_layer.cpp runs them.
+struct InnerProductBench {
+    int num, in, out, threads;
+    GemmBackend backend;
+    std::vector<float> x, w, dy, y, dx, dw;
+    InnerProductBench(int num_, int in_, int out_, int threads_, GemmBackend be)
+        : num(num_), in(in_), out(out_), threads(threads_), backend(be), x(size(num, in)), w(size(out, in)),
+          dy(size(num, out)), y(size(num, out)), dx(size(num, in)), dw(size(out, in)) {
+        for (size_t i = 0; i < x.size(); ++i) x[i] = 0.01f * static_cast<float>(i % 7);
+        for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * static_cast<float>(i % 5);
+        for (size_t i = 0; i < dy.size(); ++i) dy[i] = 0.01f * static_cast<float>(i % 3);
+    }
+    static size_t size(int a, int b) { return static_cast<size_t>(a) * static_cast<size_t>(b); }
+    void run(const std::string& pass) {
+        if (pass == "fwd")
+            sgemm(Trans::No, Trans::Yes, num, out, in, 1.0f, x.data(), in, w.data(), in, 0.0f, y.data(), out, threads,
+                  backend);
+        else if (pass == "bwd_weights")
+            sgemm(Trans::Yes, Trans::No, out, in, num, 1.0f, dy.data(), out, x.data(), in, 1.0f, dw.data(), in, threads,
+                  backend);
+        else
+            sgemm(Trans::No, Trans::No, num, in, out, 1.0f, dy.data(), out, w.data(), in, 0.0f, dx.data(), in, threads,
+                  backend);
+    }
+};
 
 std::string fmt_ms(double s) {
     char buf[32];
@@ -53,17 +82,17 @@ std::string conv_descriptor(const ConvProblem& p) {
 // that choices measured on older code are measured again.
 constexpr int kCacheGeneration = 6;
 
-AutoChoice measure_conv_backends(const ConvProblem& p, int threads, bool bf16) {
-    ConvBackend best = bf16 ? ConvBackend::OwnBf16 : ConvBackend::Own, best_data = best;
+// Times each available candidate's passes (time_passes on the bench `make_bench(backend)`
+// returns) and keeps the fastest for forward plus backward-weights and for backward-data.
+template <class MakeBench>
+AutoChoice fastest_of(const std::vector<ConvBackend>& candidates, MakeBench make_bench) {
+    ConvBackend best = candidates.front(), best_data = best;
     double best_s = 1e30, best_data_s = 1e30;
     std::string main_times, data_times;
-    const std::vector<ConvBackend> candidates =
-        bf16 ? std::vector<ConvBackend>{ConvBackend::OwnBf16, ConvBackend::OnednnBf16}
-             : std::vector<ConvBackend>{ConvBackend::Own, ConvBackend::Blis, ConvBackend::Onednn};
     for (ConvBackend be : candidates) {
-        if (!conv_backend_available(be)) continue;
-        ConvBench bench(p, be, threads);
-        const auto [main_s, data_s] = time_passes(bench);
+        auto bench = make_bench(be);
+        if (!bench) continue;  // not in this build
+        const auto [main_s, data_s] = time_passes(*bench);
         main_times += std::string(main_times.empty() ? "" : ", ") + conv_backend_name(be) + " " + fmt_ms(main_s);
         data_times += std::string(data_times.empty() ? "" : ", ") + conv_backend_name(be) + " " + fmt_ms(data_s);
         if (main_s < best_s) best_s = main_s, best = be;
@@ -72,6 +101,32 @@ AutoChoice measure_conv_backends(const ConvProblem& p, int threads, bool bf16) {
     return {best, best_data,
             std::string("fwd+bwd_weights ") + conv_backend_name(best) + " (ms: " + main_times + "), bwd_data " +
                 conv_backend_name(best_data) + " (ms: " + data_times + ")"};
+}
+
+AutoChoice measure_conv_backends(const ConvProblem& p, int threads, bool bf16) {
+    const std::vector<ConvBackend> candidates =
+        bf16 ? std::vector<ConvBackend>{ConvBackend::OwnBf16, ConvBackend::OnednnBf16}
+             : std::vector<ConvBackend>{ConvBackend::Own, ConvBackend::Blis, ConvBackend::Onednn};
+    return fastest_of(candidates, [&](ConvBackend be) {
+        return conv_backend_available(be) ? std::make_unique<ConvBench>(p, be, threads) : nullptr;
+    });
+}
+
+AutoChoice measure_inner_product_backends(int num, int inputs, int outputs, int threads) {
+    const auto gemm = [](ConvBackend be) {
+        return be == ConvBackend::Blis ? GemmBackend::Blis : be == ConvBackend::Onednn ? GemmBackend::Onednn : GemmBackend::Own;
+    };
+    return fastest_of({ConvBackend::Own, ConvBackend::Blis, ConvBackend::Onednn}, [&](ConvBackend be) {
+        return gemm_backend_available(gemm(be))
+                   ? std::make_unique<InnerProductBench>(num, inputs, outputs, threads, gemm(be))
+                   : nullptr;
+    });
+}
+
+std::string inner_product_cache_key(int num, int inputs, int outputs, int threads) {
+    return "ip:mb" + std::to_string(num) + "ic" + std::to_string(inputs) + "oc" + std::to_string(outputs) +
+           " threads " + std::to_string(threads) + " sgemm " + selected_micro_kernel().kernel.name + " generation " +
+           std::to_string(kCacheGeneration);
 }
 
 std::string auto_cache_key(const ConvProblem& p, int threads, bool bf16) {

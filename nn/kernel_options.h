@@ -14,7 +14,8 @@ struct KernelOptions {
     std::string conv = "own";
     // --precision bf16: a layer on `own` (convolution or inner product) runs on own_bf16, the GEMM
     // with BF16 inputs and FP32 sums; an `auto` convolution measures own_bf16 and onednn_bf16 (an
-    // auto inner product takes own_bf16); layers named on other backends stay FP32.
+    // auto inner product takes own_bf16; in FP32 it measures own, BLIS and oneDNN); layers named
+    // on other backends stay FP32.
     // resolve_precision() sets it from `precision`, only where the CPU has BF16 dot products.
     bool bf16 = false;
     std::string precision = "fp32";  // --precision: fp32 or bf16
@@ -29,6 +30,9 @@ struct KernelOptions {
     // How an `auto` layer gets its choice; unset: it measures, and nothing is kept.
     std::function<kernels::AutoChoice(const std::string& layer, const kernels::ConvProblem& p, int threads)>
         choose_auto;
+    // The same for an `auto` inner-product layer (num samples of `inputs` values, `outputs` outputs).
+    std::function<kernels::AutoChoice(const std::string& layer, int num, int inputs, int outputs, int threads)>
+        choose_auto_inner_product;
 
     // The backend for layer `layer`: "auto", "NAME" or "NAME+DATA_NAME" (with bf16, own reads as
     // own_bf16). Throws

@@ -70,12 +70,23 @@ ConvChoices::ConvChoices(const std::string& cache) : path_(cache == "default" ? 
 
 kernels::AutoChoice ConvChoices::choose(const std::string& layer, const kernels::ConvProblem& p, int threads,
                                         bool bf16) {
+    return choose_keyed(layer, kernels::auto_cache_key(p, threads, bf16),
+                        [&] { return kernels::measure_conv_backends(p, threads, bf16); });
+}
+
+kernels::AutoChoice ConvChoices::choose_inner_product(const std::string& layer, int num, int inputs, int outputs,
+                                                      int threads) {
+    return choose_keyed(layer, kernels::inner_product_cache_key(num, inputs, outputs, threads),
+                        [&] { return kernels::measure_inner_product_backends(num, inputs, outputs, threads); });
+}
+
+template <class Measure>
+kernels::AutoChoice ConvChoices::choose_keyed(const std::string& layer, const std::string& key, Measure measure) {
     using kernels::conv_backend_name;
-    const std::string key = kernels::auto_cache_key(p, threads, bf16);
     std::string damage;
     if (!path_.empty())
         if (std::optional<kernels::AutoChoice> cached = cached_choice(path_, key, damage)) return chosen_[layer] = *cached;
-    kernels::AutoChoice choice = kernels::measure_conv_backends(p, threads, bf16);
+    kernels::AutoChoice choice = measure();
     if (!damage.empty()) choice.summary += "; " + damage;
     if (!path_.empty()) {
         // Read again: another process of the job (the statistics server, another role) may have
@@ -93,6 +104,7 @@ kernels::AutoChoice ConvChoices::choose(const std::string& layer, const kernels:
 nn::KernelOptions ConvChoices::resolved(const nn::KernelOptions& options) const {
     nn::KernelOptions out = options;
     out.choose_auto = nullptr;
+    out.choose_auto_inner_product = nullptr;
     for (const auto& [layer, c] : chosen_) {
         out.conv += "," + layer + "=" + kernels::conv_backend_name(c.backend);
         if (c.data_backend != c.backend) (out.conv += '+') += kernels::conv_backend_name(c.data_backend);
@@ -103,6 +115,10 @@ nn::KernelOptions ConvChoices::resolved(const nn::KernelOptions& options) const 
 nn::KernelOptions with_choices(nn::KernelOptions options, ConvChoices& choices) {
     options.choose_auto = [&choices, bf16 = options.bf16](const std::string& layer, const kernels::ConvProblem& p,
                                                           int threads) { return choices.choose(layer, p, threads, bf16); };
+    options.choose_auto_inner_product = [&choices](const std::string& layer, int num, int inputs, int outputs,
+                                                   int threads) {
+        return choices.choose_inner_product(layer, num, inputs, outputs, threads);
+    };
     return options;
 }
 

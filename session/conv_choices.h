@@ -1,4 +1,4 @@
-// The `auto` convolution backend's choices above the kernels: a JSON cache file of measured
+// The `auto` backends' choices (convolution and inner-product layers) above the kernels: a JSON cache file of measured
 // choices (one measurement per shape, thread count and micro-kernel on a machine), where the
 // file is ($RUDRA_CACHE_DIR, $XDG_CACHE_HOME, ~/.cache), and the record of what each layer chose,
 // so that one process can measure for a job and hand its choices to the others
@@ -30,6 +30,8 @@ public:
     // cache file is reported in the summary and replaced, never fatal.
     // bf16: among the BF16 backends (--precision bf16), cached under a key of their own.
     kernels::AutoChoice choose(const std::string& layer, const kernels::ConvProblem& p, int threads, bool bf16 = false);
+    // The same for an inner-product layer (FP32 GEMM backends).
+    kernels::AutoChoice choose_inner_product(const std::string& layer, int num, int inputs, int outputs, int threads);
     // Every choice made so far, by layer name.
     const std::map<std::string, kernels::AutoChoice>& chosen() const { return chosen_; }
     // `options` with each layer that chose written out ("conv1=onednn+own"), so that a process
@@ -37,6 +39,8 @@ public:
     nn::KernelOptions resolved(const nn::KernelOptions& options) const;
 
 private:
+    template <class Measure>
+    kernels::AutoChoice choose_keyed(const std::string& layer, const std::string& key, Measure measure);
     std::string path_;
     std::map<std::string, kernels::AutoChoice> chosen_;
 };

@@ -143,9 +143,12 @@ grep -q "conv2 .*reference" "$work/out" && grep -q "conv1 .*own" "$work/out" && 
 RUDRA_CACHE_DIR=$work/cache expect "time with auto" "$rudra" time "$src/models/cifar10_full/cifar10_full.prototxt" \
   --batch 2 --iterations 1 --conv-backend auto
 grep -q "auto:" "$work/out" && [ -s "$work/cache/conv_auto.json" ] && pass || fail "auto chose and cached"
+grep -q "^ip1 .*(auto: fwd+bwd_weights .*(ms: own " "$work/out" && grep -q '"ip:mb2ic1024oc10 threads' "$work/cache/conv_auto.json" &&
+  pass || fail "the inner-product layer measured on auto and cached"
 RUDRA_CACHE_DIR=$work/cache expect "auto from the cache" "$rudra" time "$src/models/cifar10_full/cifar10_full.prototxt" \
   --batch 2 --iterations 1 --conv-backend auto
 grep -q "(cached)" "$work/out" && pass || fail "auto reads its cache"
+grep -q "^ip1 .*(cached))" "$work/out" && pass || fail "the inner-product layer's choice read from the cache"
 echo "{ broken" >"$work/cache/conv_auto.json"
 RUDRA_CACHE_DIR=$work/cache expect "auto with a damaged cache" "$rudra" time "$src/models/cifar10_full/cifar10_full.prototxt" \
   --batch 2 --iterations 1 --conv-backend auto

@@ -524,6 +524,51 @@ TEST_CASE("inner product on every GEMM backend: finite-difference gradients") {
         }
 }
 
+TEST_CASE("inner product: a second backend for backward-data, and auto's choice") {
+    std::mt19937 rng(19);
+    const Shape s{3, 4, 2, 2};
+    const char* ip = "name: 'ip' type: 'InnerProduct' bottom: 'x' top: 'y' inner_product_param { num_output: 5 }";
+    SUBCASE("named: own for forward and backward-weights, reference for backward-data") {
+        rudra::nn::KernelOptions kernels;
+        kernels.conv = "reference,ip=own+reference";
+        LayerHarness h(ip, {s}, rudra::nn::Phase::Train, kernels);
+        CHECK(h.layer().backend().rfind("own (", 0) == 0);
+        CHECK(h.layer().backend().find(")+reference") != std::string::npos);
+        h.randomize(rng);
+        h.check_gradients({true}, rng);
+    }
+    SUBCASE("auto: the session's answer, asked with the layer's shape") {
+        rudra::nn::KernelOptions kernels;
+        kernels.conv = "auto";
+        int asked_num = 0, asked_in = 0, asked_out = 0;
+        kernels.choose_auto_inner_product = [&](const std::string& layer, int num, int in, int out, int threads) {
+            CHECK(layer == "ip");
+            CHECK(threads >= 1);
+            asked_num = num, asked_in = in, asked_out = out;
+            return rudra::kernels::AutoChoice{rudra::kernels::ConvBackend::Reference, rudra::kernels::ConvBackend::Own,
+                                              "chosen by the test"};
+        };
+        LayerHarness h(ip, {s}, rudra::nn::Phase::Train, kernels);
+        CHECK(asked_num == 3);
+        CHECK(asked_in == 16);
+        CHECK(asked_out == 5);
+        CHECK(h.layer().backend().rfind("reference+own (", 0) == 0);
+        CHECK(h.layer().backend().find("(auto: chosen by the test)") != std::string::npos);
+        h.randomize(rng);
+        h.check_gradients({true}, rng);
+    }
+    SUBCASE("auto with no session: measured here, on a backend of this build") {
+        rudra::nn::KernelOptions kernels;
+        kernels.conv = "auto";
+        kernels.auto_cache = "";
+        LayerHarness h(ip, {s}, rudra::nn::Phase::Train, kernels);
+        CHECK(h.layer().backend().find("(auto: fwd+bwd_weights ") != std::string::npos);
+        CHECK(h.layer().backend().find("ms: own ") != std::string::npos);
+        h.randomize(rng);
+        h.check_gradients({true}, rng);
+    }
+}
+
 TEST_CASE("dropout: train scales survivors, test is the identity, gradients follow the mask") {
     std::mt19937 rng(10);
     LayerHarness tr("name: 'd' type: 'Dropout' bottom: 'x' top: 'y' dropout_param { dropout_ratio: 0.5 }", {Shape{4, 50}});

@@ -47,8 +47,9 @@ void add_resize_options(CLI::App* cmd, int& height, int& width) {
 
 void add_kernel_options(CLI::App* cmd, nn::KernelOptions& k) {
     cmd->add_option("--conv-backend", k.conv,
-                    "convolution backend: own, own_bf16, blis, onednn, onednn_bf16, reference or auto (measure each layer once, cached), "
-                    "optionally followed by per-layer choices, e.g. auto,conv1=onednn")
+                    "backend of the convolution and inner-product layers: own, own_bf16, blis, onednn, onednn_bf16, reference "
+                    "or auto (measure each layer once, cached), optionally followed by per-layer choices, e.g. "
+                    "auto,conv1=onednn or own,fc6=onednn+blis (the second for backward-data)")
         ->capture_default_str();
     cmd->add_option("--precision", k.precision,
                     "fp32, or bf16: convolutions and inner products on own (or auto) take BF16 inputs with FP32 "

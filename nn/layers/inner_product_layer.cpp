@@ -1,3 +1,8 @@
+#include <omp.h>
+
+#include <algorithm>
+
+#include "kernels/conv_autotune.h"
 #include "kernels/gemm.h"
 #include "nn/layers/layer_args.h"
 
@@ -10,18 +15,8 @@ using kernels::Trans;
 // y[N, O] = x[N, K] * W[O, K]^T + b. The bottom is flattened from axis 1.
 class InnerProductLayer final : public Layer {
 public:
-    explicit InnerProductLayer(LayerArgs& a) : Layer(a.name, a.phase) {
-        // The layer's GEMMs run on the backend chosen for it (--conv-backend names layers of
-        // both kinds); `auto` keeps the own SGEMM.
-        const std::string name = a.kernels.conv_for(a.name);
-        backend_name_ = name == "auto" ? (a.kernels.bf16 ? "own_bf16" : "own") : name;
-        backend_ = backend_name_ == "blis"     ? kernels::GemmBackend::Blis
-                   : backend_name_ == "onednn" ? kernels::GemmBackend::Onednn
-                   : backend_name_ == "reference" ? kernels::GemmBackend::Reference
-                   : backend_name_ == "own_bf16"  ? kernels::GemmBackend::OwnBf16
-                                                  : kernels::GemmBackend::Own;
-        if (!kernels::gemm_backend_available(backend_))
-            fail("GEMM backend '" + backend_name_ + "' is not available in this build");
+    explicit InnerProductLayer(LayerArgs& a) : Layer(a.name, a.phase), options_(a.kernels) {
+        spec_ = options_.conv_for(a.name);  // checked here, chosen in setup() (auto needs the shape)
         ParamBlock p(a, "inner_product_param");
         p->require("num_output");
         out_ = static_cast<int>(p->integer("num_output", 1, 1, 1 << 24));
@@ -33,12 +28,17 @@ public:
         p->finish();
     }
     const char* type() const override { return "InnerProduct"; }
-    std::string backend() const override { return kernels::gemm_backend_name(backend_); }
-    std::string precision() const override { return backend_ == kernels::GemmBackend::OwnBf16 ? "bf16" : "fp32"; }
+    std::string backend() const override { return backend_text_; }
+    std::string precision() const override {
+        const auto rounds = [](kernels::GemmBackend be) { return be == kernels::GemmBackend::OwnBf16; };
+        return std::string(rounds(backend_) ? "bf16" : "fp32") +
+               (rounds(backend_) == rounds(data_backend_) ? "" : rounds(data_backend_) ? "/bf16" : "/fp32");
+    }
     std::vector<Shape> setup(const std::vector<Shape>& b) override {
         if (b.size() != 1 || b[0].rank() < 1) fail("needs one bottom");
         num_ = b[0][0];
         in_ = checked_cast<int>(b[0].count_from(1), "the inputs of each sample (" + b[0].str() + ")");
+        choose_backends();
         param_decls_.push_back({Shape{out_, in_}, weight_filler_});
         if (bias_term_) param_decls_.push_back({Shape{out_}, bias_filler_});
         return {Shape{num_, out_}};
@@ -64,15 +64,56 @@ public:
         }
         if (down[0])
             sgemm(Trans::No, Trans::No, num_, in_, out_, 1.0f, dy, out_, param_views_[0].data, in_, 0.0f,
-                  bottom[0]->diff, in_, 0, backend_);
+                  bottom[0]->diff, in_, 0, data_backend_);
     }
 
 private:
+    // The backends the user chose for this layer (--conv-backend names layers of both kinds): one,
+    // two ("onednn+blis": the second for backward-data), or `auto`: own_bf16 under --precision
+    // bf16, else the fastest of own, BLIS and oneDNN on this shape, which the session answers
+    // (session/conv_choices.h) or, when none is given, which is measured here. Small mini-batches
+    // gain most: at 8 and 32 samples BLIS and oneDNN beat the own SGEMM on some of AlexNet's passes.
+    void choose_backends() {
+        std::string first = spec_, second = spec_, why;
+        if (spec_ == "auto" && options_.bf16) {
+            first = second = "own_bf16";
+        } else if (spec_ == "auto") {
+            const int threads = std::max(1, omp_get_max_threads());
+            const kernels::AutoChoice c =
+                options_.choose_auto_inner_product
+                    ? options_.choose_auto_inner_product(name_, num_, in_, out_, threads)
+                    : kernels::measure_inner_product_backends(num_, in_, out_, threads);
+            first = kernels::conv_backend_name(c.backend);
+            second = kernels::conv_backend_name(c.data_backend);
+            why = " (auto: " + c.summary + ")";
+        } else if (const size_t plus = spec_.find('+'); plus != std::string::npos) {
+            first = spec_.substr(0, plus);
+            second = spec_.substr(plus + 1);
+        }
+        backend_ = gemm_backend_named(first);
+        data_backend_ = gemm_backend_named(second);
+        backend_text_ = kernels::gemm_backend_name(backend_);
+        if (data_backend_ != backend_) (backend_text_ += '+') += kernels::gemm_backend_name(data_backend_);
+        backend_text_ += why;
+    }
+    // Names without a GEMM of their own (onednn_bf16) run on the own SGEMM.
+    kernels::GemmBackend gemm_backend_named(const std::string& name) const {
+        const kernels::GemmBackend be = name == "blis"        ? kernels::GemmBackend::Blis
+                                        : name == "onednn"    ? kernels::GemmBackend::Onednn
+                                        : name == "reference" ? kernels::GemmBackend::Reference
+                                        : name == "own_bf16"  ? kernels::GemmBackend::OwnBf16
+                                                              : kernels::GemmBackend::Own;
+        if (!kernels::gemm_backend_available(be)) fail("GEMM backend '" + name + "' is not available in this build");
+        return be;
+    }
+
     int out_ = 0, in_ = 0, num_ = 0;
     bool bias_term_ = true;
     FillerSpec weight_filler_, bias_filler_;
-    std::string backend_name_;
-    kernels::GemmBackend backend_ = kernels::GemmBackend::Own;
+    KernelOptions options_;  // read in setup()
+    std::string spec_, backend_text_;
+    kernels::GemmBackend backend_ = kernels::GemmBackend::Own;       // forward and backward-weights
+    kernels::GemmBackend data_backend_ = kernels::GemmBackend::Own;  // backward-data
 };
 
 }  // namespace
