@@ -64,7 +64,7 @@ void write_lmdb(const fs::path& dir, const std::vector<std::vector<uint8_t>>& re
     REQUIRE(mdb_txn_begin(env, nullptr, 0, &txn) == 0);
     REQUIRE(mdb_dbi_open(txn, nullptr, 0, &dbi) == 0);
     for (size_t i = 0; i < records.size(); ++i) {
-        char key[16];
+        char key[24];
         std::snprintf(key, sizeof key, "%08zu", i);
         MDB_val k{std::strlen(key), key}, v{records[i].size(), const_cast<uint8_t*>(records[i].data())};
         REQUIRE(mdb_put(txn, dbi, &k, &v, 0) == 0);

@@ -97,7 +97,7 @@ int run_convert(const ConvertOptions& o) {
                                                f.label, false);
                 }
             }
-            char key[16];
+            char key[24];
             std::snprintf(key, sizeof key, "%08zu_", i);
             db.put(key + f.name, value);
             bytes += static_cast<int64_t>(value.size());
