@@ -81,4 +81,15 @@ bool KernelOptions::uses_auto() const {
     return false;
 }
 
+BackendPair backend_pair(const std::string& spec, const std::function<kernels::AutoChoice()>& ask) {
+    if (spec == "auto") {
+        const kernels::AutoChoice c = ask();
+        return {kernels::conv_backend_name(c.backend), kernels::conv_backend_name(c.data_backend),
+                " (auto: " + c.summary + ")"};
+    }
+    if (const size_t plus = spec.find('+'); plus != std::string::npos)
+        return {spec.substr(0, plus), spec.substr(plus + 1), ""};
+    return {spec, spec, ""};
+}
+
 }  // namespace rudra::nn

@@ -44,4 +44,12 @@ struct KernelOptions {
     bool uses_auto() const;
 };
 
+// A layer's two backends as conv_for() gives its spec: `main` for forward and backward-weights,
+// `data` for backward-data. "NAME" is both, "A+B" is A then B, "auto" is the answer of `ask`
+// (called only then), with `why` saying what it measured ("" otherwise).
+struct BackendPair {
+    std::string main, data, why;
+};
+BackendPair backend_pair(const std::string& spec, const std::function<kernels::AutoChoice()>& ask);
+
 }  // namespace rudra::nn

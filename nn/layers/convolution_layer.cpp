@@ -114,20 +114,13 @@ private:
         const kernels::ConvProblem p = problem();
         const int threads = this->threads();
         const std::string name = options_.conv_for(name_);
-        std::string first = name, second = name, why;
-        if (name == "auto") {
-            const kernels::AutoChoice choice = options_.choose_auto ? options_.choose_auto(name_, p, threads)
-                                                                    : kernels::measure_conv_backends(p, threads, options_.bf16);
-            first = kernels::conv_backend_name(choice.backend);
-            second = kernels::conv_backend_name(choice.data_backend);
-            why = " (auto: " + choice.summary + ")";
-        } else if (const size_t plus = name.find('+'); plus != std::string::npos) {
-            first = name.substr(0, plus);
-            second = name.substr(plus + 1);
-        }
-        backend_ = first == second ? first : first + "+" + second;
-        backend_ += why;
-        const kernels::ConvBackend main = backend_named(first), data = backend_named(second);
+        const BackendPair pair = backend_pair(name, [&] {
+            return options_.choose_auto ? options_.choose_auto(name_, p, threads)
+                                        : kernels::measure_conv_backends(p, threads, options_.bf16);
+        });
+        backend_ = pair.main == pair.data ? pair.main : pair.main + "+" + pair.data;
+        backend_ += pair.why;
+        const kernels::ConvBackend main = backend_named(pair.main), data = backend_named(pair.data);
         const auto rounds = [](kernels::ConvBackend be) {
             return be == kernels::ConvBackend::OwnBf16 || be == kernels::ConvBackend::OnednnBf16;
         };
@@ -135,7 +128,7 @@ private:
                      (rounds(main) == rounds(data) ? "" : rounds(data) ? "/bf16" : "/fp32");
         kernel_ = kernels::make_conv_kernel(p, main, threads);
         // A second kernel only when backward-data runs elsewhere (its scratch is the cost).
-        if (second != first) data_kernel_ = kernels::make_conv_kernel(p, data, threads);
+        if (pair.data != pair.main) data_kernel_ = kernels::make_conv_kernel(p, data, threads);
     }
 
     kernels::ConvBackend backend_named(const std::string& name) const {

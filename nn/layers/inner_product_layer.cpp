@@ -74,27 +74,18 @@ private:
     // (session/conv_choices.h) or, when none is given, which is measured here. Small mini-batches
     // gain most: at 8 and 32 samples BLIS and oneDNN beat the own SGEMM on some of AlexNet's passes.
     void choose_backends() {
-        std::string first = spec_, second = spec_, why;
-        if (spec_ == "auto" && options_.bf16) {
-            first = second = "own_bf16";
-        } else if (spec_ == "auto") {
-            const int threads = std::max(1, omp_get_max_threads());
-            const kernels::AutoChoice c =
-                options_.choose_auto_inner_product
-                    ? options_.choose_auto_inner_product(name_, num_, in_, out_, threads)
-                    : kernels::measure_inner_product_backends(num_, in_, out_, threads);
-            first = kernels::conv_backend_name(c.backend);
-            second = kernels::conv_backend_name(c.data_backend);
-            why = " (auto: " + c.summary + ")";
-        } else if (const size_t plus = spec_.find('+'); plus != std::string::npos) {
-            first = spec_.substr(0, plus);
-            second = spec_.substr(plus + 1);
-        }
-        backend_ = gemm_backend_named(first);
-        data_backend_ = gemm_backend_named(second);
+        const BackendPair pair =
+            spec_ == "auto" && options_.bf16 ? BackendPair{"own_bf16", "own_bf16", ""} : backend_pair(spec_, [&] {
+                const int threads = std::max(1, omp_get_max_threads());
+                return options_.choose_auto_inner_product
+                           ? options_.choose_auto_inner_product(name_, num_, in_, out_, threads)
+                           : kernels::measure_inner_product_backends(num_, in_, out_, threads);
+            });
+        backend_ = gemm_backend_named(pair.main);
+        data_backend_ = gemm_backend_named(pair.data);
         backend_text_ = kernels::gemm_backend_name(backend_);
         if (data_backend_ != backend_) (backend_text_ += '+') += kernels::gemm_backend_name(data_backend_);
-        backend_text_ += why;
+        backend_text_ += pair.why;
     }
     // Names without a GEMM of their own (onednn_bf16) run on the own SGEMM.
     kernels::GemmBackend gemm_backend_named(const std::string& name) const {
