@@ -85,7 +85,7 @@ JobResult run_decentralized_job(const DistOptions& o, const Setup& base, const d
             s.release_train_images = [] {};
             s.stop_requested = [&, r] { return r == kPsRank && stop_after >= 0 && ++asked > stop_after; };
             const placement::Binding binding;
-            RoleContext c{o, s, t, heartbeat, protocol, sets, binding};
+            RoleContext c{o, s, t, heartbeat, protocol, sets, binding, {}};
             if (r == kStatsRank) {
                 result.codes[static_cast<size_t>(r)] = run_stats_role(c);
                 return;

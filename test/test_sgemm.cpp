@@ -4,13 +4,16 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "kernels/aligned_buffer.h"
 #include "kernels/gemm.h"
 #include "kernels/sgemm/sgemm.h"
 
@@ -260,4 +263,24 @@ TEST_CASE("A packed once (a convolution's weights) matches the reference") {
                         CHECK(worst < 1e-6);
                     }
     }
+}
+
+TEST_CASE("AlignedBuffer: zeroed and 64-byte aligned; from 4 MiB on, on a 2 MiB boundary (a huge page's)") {
+    auto zeroed = [](const AlignedBuffer& b) {
+        return std::all_of(b.data(), b.data() + b.size(), [](float v) { return v == 0.0f; });
+    };
+    const std::size_t huge_floats = AlignedBuffer::kHugeFrom / sizeof(float);
+    for (std::size_t floats : {std::size_t{1}, std::size_t{1000}, huge_floats - 1, huge_floats, huge_floats + 17}) {
+        AlignedBuffer b(floats);
+        CAPTURE(floats);
+        CHECK(b.size() == floats);
+        const auto at = reinterpret_cast<std::uintptr_t>(b.data());
+        CHECK(at % AlignedBuffer::kAlignment == 0);
+        if (floats >= huge_floats) CHECK(at % AlignedBuffer::kHugePage == 0);
+        CHECK(zeroed(b));
+        b.data()[floats - 1] = 1.0f;
+        b.zero();
+        CHECK(zeroed(b));
+    }
+    CHECK(AlignedBuffer().data() == nullptr);
 }
