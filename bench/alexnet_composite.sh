@@ -18,11 +18,7 @@ rudra=${RUDRA:-$PWD/build/rudra}
 threads=${THREADS:-2}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# The FMA loop's peak, the best of 3 runs (a shared machine's neighbours pull single runs down).
-peak=$(for i in 1 2 3; do
-  OMP_NUM_THREADS=$threads "$rudra" bench mb1ic16ih8oc16oh8kh3ph1 --threads "$threads" --backends own --passes fwd 2>&1 |
-    sed -n 's/^peak (FMA loop.*): \([0-9.]*\) GFLOP\/s.*/\1/p' | head -1
-done | sort -g | tail -1)
+peak=$(bench/fma_peak.sh "$rudra" "$threads" 3)
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $threads threads; measured peak $peak GFLOP/s"
 for b in ${BATCHES:-32 128}; do
   sed "s/^mb256/mb$b/" bench/alexnet_conv.txt >"$tmp/problems.txt"

@@ -18,8 +18,7 @@ iterations=${ITERATIONS:-6}
 bench/imagenet_like_sets.sh "$dir" "$rudra"
 sets=$dir/alexnet
 cat "$sets/ilsvrc12_train_lmdb/data.mdb" "$dir/alexnet_raw/ilsvrc12_train_lmdb/data.mdb" >/dev/null
-peak=$("$rudra" bench mb1ic16ih8oc16oh8kh3ph1 --threads "$threads" --backends own --passes fwd 2>&1 |
-  sed -n 's/^peak (FMA loop.*): \([0-9.]*\) GFLOP\/s.*/\1/p' | head -1)
+peak=$(bench/fma_peak.sh "$rudra" "$threads")
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $threads threads; measured peak $(printf %.0f "$peak") GFLOP/s"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
